@@ -1,0 +1,200 @@
+/*
+ * mas.h -- libmas: monotonic alignment search for speech.
+ *
+ * The one public header of the C library. Sections:
+ *   1. Version
+ *   2. Status codes and errors
+ *   3. Tensors (dtype, strided 3-D views)
+ *   4. Core API: hard MAS (Viterbi) on the CPU and on CUDA
+ *   5. Experimental API: soft alignment (log semiring), subject to change
+ *
+ * Conventions that hold for every function below:
+ *   - Memory is owned by the caller. A function that needs scratch memory has a
+ *     companion *_workspace_size() function; the caller allocates at least that
+ *     many bytes (CPU: any alignment; the library aligns inside) and passes them
+ *     in. No function allocates, frees, prints, or exits.
+ *   - Inputs are never modified. Nothing is read or written outside the
+ *     per-item lengths, except outputs that are documented as dense (the path
+ *     and posterior arrays are written in full, zeros outside the lengths).
+ *   - Sizes and strides are int64_t, in elements (not bytes). Strides may be
+ *     any value, including 0 and negative ones, as long as every addressed
+ *     element lies inside the caller's allocation.
+ *   - Every function returns a mas_status. MAS_OK is 0. When an error concerns
+ *     one batch item, the optional mas_error* receives the item index and the
+ *     rule; with several bad items, the lowest index is reported.
+ *
+ * Semantics of hard MAS (Glow-TTS rules), per item b, with X = x_len[b] text
+ * tokens and Y = y_len[b] speech frames, 1 <= X <= Y, X <= T, Y <= S:
+ *   Q(0,0) = v(0,0); Q(i,0) = -inf for i > 0; Q(-1,j) = -inf;
+ *   Q(i,j) = max(Q(i,j-1), Q(i-1,j-1)) + v(i,j)   (one max, then one add)
+ *   computed in float32 for float32/float16/bfloat16 input (each element is
+ *   converted to float32 once) and in float64 for float64 input.
+ *   Backtrack: i = X-1; for j = Y-1 down to 0: (i,j) is on the path; then if
+ *   i > 0 and (i == j or Q(i,j-1) < Q(i-1,j-1)) then i = i-1.
+ *   Ties stay on the same token. score = Q(X-1, Y-1).
+ */
+#ifndef MAS_H
+#define MAS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ===================================================================== */
+/* 1. Version                                                            */
+/* ===================================================================== */
+
+#define MAS_VERSION_MAJOR 0
+#define MAS_VERSION_MINOR 1
+#define MAS_VERSION_PATCH 0
+#define MAS_VERSION_NUMBER \
+    (MAS_VERSION_MAJOR * 10000 + MAS_VERSION_MINOR * 100 + MAS_VERSION_PATCH)
+
+/* "MAJOR.MINOR.PATCH" of the library actually linked. Static storage. */
+const char *mas_version_string(void);
+/* MAS_VERSION_NUMBER of the library actually linked. */
+int32_t mas_version_number(void);
+/* 1 when the library was built with its CUDA backend, else 0. */
+int32_t mas_has_cuda(void);
+
+/* ===================================================================== */
+/* 2. Status codes and errors                                            */
+/* ===================================================================== */
+
+typedef enum mas_status {
+    MAS_OK = 0,
+    MAS_ERR_NULL_POINTER = 1,     /* a required pointer is NULL */
+    MAS_ERR_BAD_SHAPE = 2,        /* a size < 1, or output shape != input shape */
+    MAS_ERR_BAD_DTYPE = 3,        /* dtype not supported for this argument */
+    MAS_ERR_BAD_LENGTH = 4,       /* x_len < 1, x_len > T, y_len > S or y_len < 1 */
+    MAS_ERR_X_LEN_GT_Y_LEN = 5,   /* x_len > y_len: no monotonic path exists */
+    MAS_ERR_NONFINITE_VALUE = 6,  /* NaN or +inf inside the lengths */
+    MAS_ERR_NO_FINITE_PATH = 7,   /* every path crosses a -inf cell */
+    MAS_ERR_WORKSPACE_TOO_SMALL = 8,
+    MAS_ERR_BAD_ARGUMENT = 9,     /* any other argument out of range */
+    MAS_ERR_NO_CUDA = 10,         /* the library was built without CUDA */
+    MAS_ERR_CUDA = 11,            /* a CUDA runtime call failed */
+    MAS_STATUS_COUNT_ = 12
+} mas_status;
+
+/* A sentence naming the rule behind a status ("x_len > y_len: ..."). Never
+ * NULL; static storage; unknown codes give "unknown status". */
+const char *mas_status_string(mas_status status);
+
+/* Which item failed, and why. item is -1 when the error is not an item's. */
+typedef struct mas_error {
+    int32_t status; /* a mas_status */
+    int32_t reserved_;
+    int64_t item;
+} mas_error;
+
+/* Device-side errors (CUDA). Kernels cannot return a status without a host
+ * synchronisation, so they record the first error in a 64-bit word in device
+ * memory by atomicMin(word, (uint64_t)item << 8 | status). The caller sets the
+ * word to MAS_DEVICE_NO_ERROR before the call (e.g. cudaMemsetAsync to 0xff),
+ * copies it back whenever convenient, and decodes it here. */
+#define MAS_DEVICE_NO_ERROR UINT64_MAX
+/* Decodes a device error word into *err (status MAS_OK if none). */
+void mas_decode_device_error(uint64_t word, mas_error *err);
+
+/* ===================================================================== */
+/* 3. Tensors                                                            */
+/* ===================================================================== */
+
+typedef enum mas_dtype {
+    MAS_FLOAT32 = 0,
+    MAS_FLOAT64 = 1,
+    MAS_FLOAT16 = 2,
+    MAS_BFLOAT16 = 3,
+    MAS_INT32 = 4,
+    MAS_INT64 = 5,
+    MAS_UINT8 = 6, /* also bool: 0 or 1 */
+    MAS_DTYPE_COUNT_ = 7
+} mas_dtype;
+
+/* Size in bytes of one element; 0 for an unknown dtype. */
+size_t mas_dtype_size(mas_dtype dtype);
+
+/* A batch of matrices, addressed as data[b*stride[0] + i*stride[1] + j*stride[2]]
+ * for b < dim[0] (B, items), i < dim[1] (T, tokens), j < dim[2] (S, frames).
+ * The "bst" layout of VITS/ESPnet is the same view with stride[1] and
+ * stride[2] taken from the array's last and middle axes. */
+typedef struct mas_tensor3 {
+    void *data;
+    int32_t dtype; /* a mas_dtype */
+    int32_t reserved_;
+    int64_t dim[3];
+    int64_t stride[3];
+} mas_tensor3;
+
+/* ===================================================================== */
+/* 4. Core API: hard MAS                                                 */
+/* ===================================================================== */
+
+/* Outputs of hard MAS. Any subset may be requested; NULL data means "not
+ * wanted". At least one output must be requested.
+ *   path:      dense 0/1, same dim as value, any dtype of mas_dtype, any
+ *              strides; written in full (0 outside the lengths).
+ *   durations: int32, durations[b*durations_stride + i], i < T: frames of
+ *              token i; 0 for i >= x_len. Sums to y_len.
+ *   indices:   int32, indices[b*indices_stride + j], j < S: token of frame j;
+ *              -1 for j >= y_len.
+ *   score:     [B] contiguous, float32 for float32/float16/bfloat16 value and
+ *              float64 for float64 value: Q(x_len-1, y_len-1). */
+typedef struct mas_hard_outputs {
+    mas_tensor3 path;
+    int32_t *durations;
+    int64_t durations_stride;
+    int32_t *indices;
+    int64_t indices_stride;
+    void *score;
+} mas_hard_outputs;
+
+/* Bytes of workspace mas_hard_cpu needs for this shape and thread count
+ * (threads <= 0 means one thread per available core). */
+size_t mas_hard_cpu_workspace_size(int64_t batch, int64_t tokens, int64_t frames,
+                                   mas_dtype dtype, int32_t threads);
+
+/* Hard MAS on the CPU.
+ *   value:  float32, float64, float16 or bfloat16, any strides.
+ *   x_len, y_len: [B] host arrays of token and frame counts per item.
+ *   threads: <= 0 uses every available core; 1 runs on the calling thread only.
+ *   Returns MAS_OK, or an error with *err (may be NULL) naming the item. On
+ *   an item error the outputs of the other items are still written; the
+ *   failing item's outputs are zeros (path, durations), -1 (indices) and
+ *   -inf (score). Validation happens while computing: no extra pass. */
+mas_status mas_hard_cpu(const mas_tensor3 *value, const int64_t *x_len,
+                        const int64_t *y_len, const mas_hard_outputs *out,
+                        void *workspace, size_t workspace_size, int32_t threads,
+                        mas_error *err);
+
+/* Bytes of device workspace mas_hard_cuda needs (see the CUDA notes). */
+size_t mas_hard_cuda_workspace_size(int64_t batch, int64_t tokens, int64_t frames,
+                                    mas_dtype dtype);
+
+/* Hard MAS on a CUDA device, asynchronously on `stream` (a cudaStream_t; NULL
+ * is the legacy default stream). Every pointer (value, x_len, y_len, outputs,
+ * workspace, error_word) is device memory of the current device. The call
+ * checks what it can on the host (dtypes, shapes, NULLs) and returns at once;
+ * errors that depend on values (lengths, NaN, no finite path) are recorded in
+ * *error_word (see MAS_DEVICE_NO_ERROR), which may be NULL to ignore them.
+ * Never synchronises, never allocates: safe inside CUDA graph capture.
+ * Returns MAS_ERR_NO_CUDA when the library was built without CUDA. */
+mas_status mas_hard_cuda(const mas_tensor3 *value, const int64_t *x_len,
+                         const int64_t *y_len, const mas_hard_outputs *out,
+                         void *workspace, size_t workspace_size, void *stream,
+                         uint64_t *error_word);
+
+/* ===================================================================== */
+/* 5. Experimental API: soft alignment (log semiring)                    */
+/* ===================================================================== */
+/* Declared by the soft-alignment work (see README); subject to change. */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MAS_H */

@@ -1,0 +1,87 @@
+/* The dynamic-programming core shared by every alignment op on the CPU.
+ *
+ * One recurrence, over states s (tokens) and steps t (frames):
+ *   alpha[t][s] = PLUS( alpha[t-1][s]   (+) w_stay(t-1, s),
+ *                       alpha[t-1][s-1] (+) w_move(t-1, s-1) )  (+)  c(t, s)
+ * with alpha[-1][-1] = 0 (the virtual start) and alpha[-1][s] = -inf otherwise,
+ * so alpha[0][0] = c(0,0) and alpha[t][s] = -inf for s > t.
+ *
+ * Parameters, not copies of code:
+ *   - the semiring: PLUS is max (max-plus, hard MAS) or logaddexp (log-plus,
+ *     forward-sum and monotonic attention); (+) is ordinary addition;
+ *   - the weights: per-cell c(t,s) from any strided array of any dtype, and
+ *     optional per-edge weights derived from a logits array x(t,s):
+ *     w_stay = log sigmoid(x), w_move = log sigmoid(-x) (monotonic attention);
+ *   - the topology: the stay/advance step over any strided view, so reversed
+ *     (negative strides) and skewed (diagonal) walks reuse the same sweep.
+ *
+ * The sweep runs tile by tile: DP_LANES states in SIMD lanes, a block of steps
+ * at a time, the states' column of alpha kept in `column` and the last state's
+ * values handed to the next tile through `edge`. Work is split over states
+ * (tiles in order) and over steps (blocks in order) by the caller, which is
+ * what lets threads pipeline one item.
+ */
+#ifndef MAS_CPU_DP_CORE_H
+#define MAS_CPU_DP_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mas.h"
+
+/* Steps per block: one tile's worth of transposed weights stays in L1. */
+#define DP_BLOCK_STEPS 32
+
+#define DP_NO_BAND (INT64_MAX / 4)
+
+typedef enum dp_semiring { DP_MAXPLUS = 0, DP_LOGPLUS = 1 } dp_semiring;
+
+/* A strided 2-D view over (step t, state s) of one item. */
+typedef struct dp_view {
+    const void *base;
+    int32_t dtype;      /* mas_dtype */
+    int64_t stride_state;
+    int64_t stride_step;
+} dp_view;
+
+typedef struct dp_problem {
+    int64_t n_states;    /* states that exist: 0 <= s < n_states */
+    int64_t n_steps;     /* steps that exist:  0 <= t < n_steps  */
+    int32_t semiring;    /* dp_semiring */
+    int32_t accum;       /* MAS_FLOAT32 or MAS_FLOAT64: the arithmetic type */
+    dp_view cell;        /* c(t,s); base NULL means 0 */
+    dp_view logits;      /* edge weights from logits; base NULL means none */
+    /* Lower band: cells with s < t - band are outside (-inf, never read), as
+     * in a skewed walk whose diagonal leaves the matrix. DP_NO_BAND: none. */
+    int64_t band;
+    /* Max-plus only: one bit per cell, 1 where the advance edge won
+     * (alpha[t-1][s] < alpha[t-1][s-1] after weights). Tile-major:
+     * bits of tile k, step t at decisions + (k * n_steps + t) * DP_LANES/8.
+     * NULL when not wanted. */
+    uint8_t *decisions;
+    /* Optional: every alpha[t][s] written here (accumulator type). */
+    void *alpha_out;
+    int64_t alpha_stride_state, alpha_stride_step;
+} dp_problem;
+
+/* Bytes of the decision bitmap of one item (rounded up to whole tiles). */
+int64_t dp_decision_bytes(int64_t n_states, int64_t n_steps, int32_t accum);
+/* Lanes per tile for an accumulator type on this CPU (four SIMD registers:
+ * 64 float32 lanes with AVX-512, 32 with AVX2, 16 with SSE2). */
+int64_t dp_lanes(int32_t accum);
+
+/* Runs the recurrence for states [s_begin, s_end) (s_begin a multiple of the
+ * lane count) and steps [t_begin, t_end).
+ *   column: alpha[t_begin-1][s] for s in [s_begin, s_end) on entry (padded to
+ *           whole tiles; -inf before the first step), alpha[t_end-1][s] on exit.
+ *   edge:   edge[k] = alpha[t_begin-1+k][s_begin-1] for k < t_end-t_begin on
+ *           entry (the state just before the range; at t_begin == 0 and
+ *           s_begin == 0 it is the virtual start: edge[0] = 0, else -inf);
+ *           on exit edge[k] = alpha[t_begin-1+k][s_end-1], ready for the next
+ *           range of states.
+ * Returns 1 when a cell weight inside the range was NaN or +inf, else 0. The
+ * arrays are of the accumulator type. */
+int dp_sweep(const dp_problem *p, int64_t s_begin, int64_t s_end,
+             int64_t t_begin, int64_t t_end, void *column, void *edge);
+
+#endif

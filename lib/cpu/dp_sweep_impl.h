@@ -1,0 +1,288 @@
+/* The body of dp_sweep() (see dp_core.h), compiled once per instruction set
+ * and accumulator type by the dp_sweep_<type>_<isa>.c files, which define
+ * DP_REAL, DP_REAL_IS_DOUBLE and DP_FN (the function's name) first.
+ *
+ * Semiring, weights and the lower band are parameters of one always-inline
+ * body; the dispatcher at the bottom calls it with constant arguments so the
+ * compiler emits one specialised loop per combination in use. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "common/convert.h"
+#include "cpu/dp_core.h"
+#include "cpu/dp_simd.h"
+
+#define DP_ALWAYS_INLINE static inline __attribute__((always_inline))
+
+#if defined(__AVX512F__) && !DP_REAL_IS_DOUBLE
+#ifndef DP_PREFETCH_FLOATS
+#define DP_PREFETCH_FLOATS 256
+#endif
+
+/* In-register transpose of 16x16 floats: r[i][j] -> r[j][i]. */
+static inline void transpose16(__m512 r[16]) {
+    __m512 t[16], u[16];
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    /* u[4g+c], 128-bit lane L: column 4L+c of rows 4g..4g+3 */
+    for (int g = 0; g < 4; g++) {
+        u[4 * g + 0] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        u[4 * g + 1] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        u[4 * g + 2] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        u[4 * g + 3] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    for (int c = 0; c < 4; c++) {
+        __m512 v0 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x44);
+        __m512 v1 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xEE);
+        __m512 v2 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x44);
+        __m512 v3 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xEE);
+        r[0 + c] = _mm512_shuffle_f32x4(v0, v2, 0x88);
+        r[4 + c] = _mm512_shuffle_f32x4(v0, v2, 0xDD);
+        r[8 + c] = _mm512_shuffle_f32x4(v1, v3, 0x88);
+        r[12 + c] = _mm512_shuffle_f32x4(v1, v3, 0xDD);
+    }
+}
+
+/* float32 rows with contiguous steps (the "bts" layout): 16x16 blocks through
+ * registers. Returns the number of leading lanes done (a multiple of 16); the
+ * caller fills the rest. Only for tiles with no band cut and steps % 16 == 0. */
+static int64_t fill_rows_f32_fast(const dp_view *v, int64_t s0, int64_t lanes, int64_t t0,
+                                  int64_t steps, float *dst) {
+    if (v->dtype != MAS_FLOAT32 || v->stride_step != 1 || steps % 16 != 0) return 0;
+    int64_t done = lanes / 16 * 16;
+    for (int64_t l0 = 0; l0 < done; l0 += 16) {
+        const float *base = (const float *)v->base + (s0 + l0) * v->stride_state + t0;
+        for (int64_t k0 = 0; k0 < steps; k0 += 16) {
+            __m512 r[16];
+            for (int i = 0; i < 16; i++) {
+                /* 64 rows at once are more streams than the hardware
+                 * prefetchers follow: fetch each row's next lines into L2
+                 * (a prefetch never faults, past the row's end included). */
+                _mm_prefetch((const char *)(base + i * v->stride_state + k0 + DP_PREFETCH_FLOATS),
+                             _MM_HINT_T1);
+                r[i] = _mm512_loadu_ps(base + i * v->stride_state + k0);
+            }
+            transpose16(r);
+            for (int j = 0; j < 16; j++) _mm512_storeu_ps(dst + (k0 + j) * DP_W + l0, r[j]);
+        }
+    }
+    return done;
+}
+#endif
+
+/* dst[k*DP_W + l] = view(t0+k, s0+l) for l < lanes, k < steps; cells past the
+ * lanes, or below the band (s < t - band), get `pad`. */
+static void fill_tile(const dp_view *v, int64_t s0, int64_t lanes, int64_t t0,
+                      int64_t steps, int64_t band, DP_REAL pad, DP_REAL *dst) {
+#define FILL_ROWS(TYPE, CONVERT)                                                  \
+    for (int64_t l = 0; l < lanes; l++) {                                        \
+        const TYPE *row = (const TYPE *)v->base + (s0 + l) * v->stride_state +   \
+                          t0 * v->stride_step;                                   \
+        int64_t last = s0 + l + band - t0; /* last step inside the band */       \
+        int64_t n = last + 1 < steps ? (last + 1 > 0 ? last + 1 : 0) : steps;    \
+        int64_t k = 0;                                                           \
+        for (; k < n; k++) dst[k * DP_W + l] = (DP_REAL)CONVERT(row[k * v->stride_step]); \
+        for (; k < steps; k++) dst[k * DP_W + l] = pad;                          \
+    }
+#define AS_IS(x) (x)
+    int64_t first = 0;
+    int no_cut = s0 + band - t0 >= steps - 1; /* the band cuts no cell of the tile */
+#if defined(__AVX512F__) && !DP_REAL_IS_DOUBLE
+    if (no_cut) first = fill_rows_f32_fast(v, s0, lanes, t0, steps, dst);
+#endif
+    if (no_cut && v->stride_state == 1 && v->dtype == (DP_REAL_IS_DOUBLE ? MAS_FLOAT64 : MAS_FLOAT32)) {
+        /* states contiguous (the "bst" layout): a plain copy per step */
+        const DP_REAL *col = (const DP_REAL *)v->base + s0 + t0 * v->stride_step;
+        for (int64_t k = 0; k < steps; k++)
+            for (int64_t l = 0; l < lanes; l++) dst[k * DP_W + l] = col[k * v->stride_step + l];
+        first = lanes;
+    }
+    s0 += first;
+    lanes -= first;
+    dst += first;
+    switch (v->dtype) {
+    case MAS_FLOAT32: FILL_ROWS(float, AS_IS); break;
+    case MAS_FLOAT64: FILL_ROWS(double, AS_IS); break;
+    case MAS_FLOAT16: FILL_ROWS(uint16_t, mas_f16_to_f32); break;
+    case MAS_BFLOAT16: FILL_ROWS(uint16_t, mas_bf16_to_f32); break;
+    default: break; /* rejected before the sweep */
+    }
+#undef AS_IS
+#undef FILL_ROWS
+    for (int64_t l = lanes; l < DP_W - first; l++)
+        for (int64_t k = 0; k < steps; k++) dst[k * DP_W + l] = pad;
+}
+
+static inline DP_REAL view_at(const dp_view *v, int64_t t, int64_t s) {
+    int64_t off = s * v->stride_state + t * v->stride_step;
+    switch (v->dtype) {
+    case MAS_FLOAT32: return (DP_REAL)((const float *)v->base)[off];
+    case MAS_FLOAT64: return (DP_REAL)((const double *)v->base)[off];
+    case MAS_FLOAT16: return (DP_REAL)mas_f16_to_f32(((const uint16_t *)v->base)[off]);
+    case MAS_BFLOAT16: return (DP_REAL)mas_bf16_to_f32(((const uint16_t *)v->base)[off]);
+    default: return 0;
+    }
+}
+
+/* log(sigmoid(x)) without overflow: min(x,0) - log1p(exp(-|x|)). */
+static inline DP_REAL log_sigmoid(DP_REAL x) {
+#if DP_REAL_IS_DOUBLE
+    return (x < 0 ? x : 0) - log1p(exp(-fabs(x)));
+#else
+    return (x < 0 ? x : 0) - log1pf(expf(-fabsf(x)));
+#endif
+}
+
+static inline DP_REAL log_add_exp(DP_REAL a, DP_REAL b) {
+    DP_REAL hi = a > b ? a : b, lo = a > b ? b : a;
+    if (hi == -INFINITY) return hi;
+#if DP_REAL_IS_DOUBLE
+    return hi + log1p(exp(lo - hi));
+#else
+    return hi + log1pf(expf(lo - hi));
+#endif
+}
+
+static inline dp_vec vec_log_add_exp(dp_vec a, dp_vec b) {
+    DP_REAL x[DP_W], y[DP_W];
+    vec_store(x, a);
+    vec_store(y, b);
+    for (int l = 0; l < DP_W; l++) x[l] = log_add_exp(x[l], y[l]);
+    return vec_load(x);
+}
+
+/* One tile: lanes [s0, s0+DP_W) over `steps` steps from t0. */
+DP_ALWAYS_INLINE uint64_t sweep_tile(const dp_problem *p, const int semiring,
+                                     const int has_logits, int64_t s0, int64_t t0,
+                                     int64_t steps, DP_REAL *col, DP_REAL *edge,
+                                     DP_REAL *cells, DP_REAL *wstay, DP_REAL *wmove,
+                                     DP_REAL *hist, int64_t out_lane) {
+    int64_t lanes = p->n_states - s0 < DP_W ? p->n_states - s0 : DP_W;
+    if (p->cell.base) {
+        fill_tile(&p->cell, s0, lanes, t0, steps, p->band, -INFINITY, cells);
+    } else {
+        for (int64_t k = 0; k < steps; k++)
+            for (int64_t l = 0; l < DP_W; l++) {
+                int inside = l < lanes && s0 + l >= t0 + k - p->band;
+                cells[k * DP_W + l] = inside ? 0 : -INFINITY;
+            }
+    }
+    DP_REAL edge_move[DP_BLOCK_STEPS];
+    if (has_logits) {
+        /* The edges into step t leave step t-1: weights from logits at t-1.
+         * Step -1 has no cells; the virtual start's edge has weight 0. */
+        int64_t first = t0 == 0 ? 1 : 0;
+        for (int64_t k = 0; k < first * DP_W; k++) wstay[k] = 0;
+        if (steps > first)
+            fill_tile(&p->logits, s0, lanes, t0 - 1 + first, steps - first, p->band, 0,
+                      wstay + first * DP_W);
+        for (int64_t k = 0; k < steps * DP_W; k++) {
+            DP_REAL x = wstay[k];
+            wmove[k] = log_sigmoid(-x);
+            wstay[k] = log_sigmoid(x);
+        }
+        for (int64_t k = 0; k < steps; k++) {
+            int64_t t = t0 + k;
+            int inside = t >= 1 && s0 >= 1 && s0 - 1 >= t - 1 - p->band;
+            edge_move[k] = inside ? log_sigmoid(-view_at(&p->logits, t - 1, s0 - 1)) : 0;
+        }
+    }
+
+    uint64_t bad = 0;
+    dp_vec q = vec_load(col);
+    const size_t dec_bytes = DP_W / 8;
+    uint8_t *dec = p->decisions
+                       ? p->decisions + ((s0 / DP_W) * p->n_steps + t0) * (int64_t)dec_bytes
+                       : NULL;
+    for (int64_t k = 0; k < steps; k++) {
+        dp_vec c = vec_load(cells + k * DP_W);
+        /* NaN/+inf count only on cells a path can reach (s <= t); cells
+         * below the band were never read. */
+        int64_t reach = t0 + k - s0 + 1;
+        bad |= vec_bad_bits(c) &
+               (reach >= 64 ? ~(uint64_t)0 : reach <= 0 ? 0 : ((uint64_t)1 << reach) - 1u);
+        dp_vec stay = q, move;
+        if (has_logits) {
+            stay = vec_add(q, vec_load(wstay + k * DP_W));
+            move = vec_shift_in(vec_add(q, vec_load(wmove + k * DP_W)), edge[k] + edge_move[k]);
+        } else {
+            move = vec_shift_in(q, edge[k]);
+        }
+        if (semiring == DP_MAXPLUS) {
+            if (dec) {
+                uint64_t bits = vec_lt_bits(stay, move);
+                memcpy(dec + k * dec_bytes, &bits, dec_bytes);
+            }
+            q = vec_add(vec_max(move, stay), c);
+        } else {
+            q = vec_add(vec_log_add_exp(stay, move), c);
+        }
+        vec_store(hist + k * DP_W, q);
+    }
+    /* Hand the last wanted state's values to the next tile: alpha[t-1][out]. */
+    if (steps > 0) {
+        DP_REAL prev = col[out_lane];
+        for (int64_t k = 0; k < steps; k++) {
+            DP_REAL cur = hist[k * DP_W + out_lane];
+            edge[k] = prev;
+            prev = cur;
+        }
+    }
+    vec_store(col, q);
+    if (p->alpha_out) {
+        DP_REAL *out = (DP_REAL *)p->alpha_out;
+        for (int64_t l = 0; l < lanes; l++)
+            for (int64_t k = 0; k < steps; k++)
+                out[(s0 + l) * p->alpha_stride_state + (t0 + k) * p->alpha_stride_step] =
+                    hist[k * DP_W + l];
+    }
+    /* Cells past the lanes hold -inf (not bad); only real cells count. */
+    return bad & (lanes >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << lanes) - 1u));
+}
+
+DP_ALWAYS_INLINE int sweep_range(const dp_problem *p, const int semiring,
+                                 const int has_logits, int64_t s_begin, int64_t s_end,
+                                 int64_t t_begin, int64_t t_end, DP_REAL *column,
+                                 DP_REAL *edge) {
+    _Alignas(64) DP_REAL cells[DP_BLOCK_STEPS * DP_W];
+    _Alignas(64) DP_REAL hist[DP_BLOCK_STEPS * DP_W];
+    _Alignas(64) DP_REAL wstay[DP_BLOCK_STEPS * DP_W];
+    _Alignas(64) DP_REAL wmove[DP_BLOCK_STEPS * DP_W];
+    uint64_t bad = 0;
+    /* Tile by tile along the states, each over every step: the rows of the
+     * weights (frames contiguous in the usual layout) then stream. */
+    for (int64_t s0 = s_begin; s0 < s_end; s0 += DP_W) {
+        int64_t out_lane = (s_end - s0 < DP_W ? s_end - s0 : DP_W) - 1;
+        for (int64_t t0 = t_begin; t0 < t_end; t0 += DP_BLOCK_STEPS) {
+            int64_t steps = t_end - t0 < DP_BLOCK_STEPS ? t_end - t0 : DP_BLOCK_STEPS;
+            int above = s0 > t0 + steps - 1;              /* every cell has s > t */
+            int below = s0 + DP_W - 1 < t0 - p->band;     /* every cell outside the band */
+            if (above || below) {
+                /* alpha is -inf on all of it, and stays so below the band:
+                 * nothing to read or compute. */
+                DP_REAL *e = edge + (t0 - t_begin);
+                for (int64_t k = 0; k < steps; k++) e[k] = -INFINITY;
+                if (below) vec_store(column + (s0 - s_begin), vec_set1(-INFINITY));
+                continue;
+            }
+            bad |= sweep_tile(p, semiring, has_logits, s0, t0, steps,
+                              column + (s0 - s_begin), edge + (t0 - t_begin), cells,
+                              wstay, wmove, hist, out_lane);
+        }
+    }
+    return bad != 0;
+}
+
+int DP_FN(const dp_problem *p, int64_t s_begin, int64_t s_end, int64_t t_begin,
+          int64_t t_end, void *column, void *edge) {
+    DP_REAL *c = (DP_REAL *)column, *e = (DP_REAL *)edge;
+    int logits = p->logits.base != NULL;
+    if (p->semiring == DP_MAXPLUS)
+        return logits ? sweep_range(p, DP_MAXPLUS, 1, s_begin, s_end, t_begin, t_end, c, e)
+                      : sweep_range(p, DP_MAXPLUS, 0, s_begin, s_end, t_begin, t_end, c, e);
+    return logits ? sweep_range(p, DP_LOGPLUS, 1, s_begin, s_end, t_begin, t_end, c, e)
+                  : sweep_range(p, DP_LOGPLUS, 0, s_begin, s_end, t_begin, t_end, c, e);
+}

@@ -1,0 +1,126 @@
+/* Shared pieces of the CUDA hard MAS: element widening, infinities, the
+ * length rules, cp.async wrappers and the workspace layout that the host
+ * sizes and the three kernels (forward sweep, backtrack, dense path) share. */
+#ifndef MAS_CUDA_HARD_COMMON_CUH
+#define MAS_CUDA_HARD_COMMON_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mas.h"
+
+namespace mas_cuda {
+
+constexpr unsigned kFullMask = 0xffffffffu;
+/* Frames per chunk: the unit of tile loads, decision-word stores and the
+ * hand-over of boundary scores between pipeline stages. */
+constexpr int kChunk = 32;
+/* Tile buffers per warp: loads run this many chunks minus one ahead. */
+constexpr int kStages = 3;
+/* Chunks in the shared-memory ring between two warps of one block. */
+constexpr int kSmemRingChunks = 4;
+/* Frames in the global ring between the last warp of one block and the first
+ * warp of the next block of the same item. */
+constexpr int kGlobalRingFrames = 256;
+/* Every block takes at least this many tokens of an item, which bounds the
+ * number of block boundaries (and so the global rings) per item. */
+constexpr int64_t kMinSlabTokens = 128;
+/* One flag per 128-byte line. */
+constexpr int kFlagStride = 32;
+
+template <typename TV> struct AccOf { using type = float; };
+template <> struct AccOf<double> { using type = double; };
+
+__device__ __forceinline__ float widen(float x) { return x; }
+__device__ __forceinline__ double widen(double x) { return x; }
+__device__ __forceinline__ float widen(__half x) { return __half2float(x); }
+__device__ __forceinline__ float widen(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+template <typename TA> __device__ __forceinline__ TA neg_inf();
+template <> __device__ __forceinline__ float neg_inf<float>() { return __int_as_float(0xff800000); }
+template <> __device__ __forceinline__ double neg_inf<double>() {
+    return __longlong_as_double((long long)0xfff0000000000000ull);
+}
+template <typename TA> __device__ __forceinline__ TA pos_inf();
+template <> __device__ __forceinline__ float pos_inf<float>() { return __int_as_float(0x7f800000); }
+template <> __device__ __forceinline__ double pos_inf<double>() {
+    return __longlong_as_double((long long)0x7ff0000000000000ull);
+}
+
+/* The rules of mas.h, in the order the CPU backend checks them. */
+__device__ __forceinline__ int length_status(int64_t x, int64_t y, int64_t T, int64_t S) {
+    if (x < 1 || y < 1 || x > T || y > S) return MAS_ERR_BAD_LENGTH;
+    if (x > y) return MAS_ERR_X_LEN_GT_Y_LEN;
+    return MAS_OK;
+}
+
+/* 16-byte global-to-shared copy that completes asynchronously on sm_80 and
+ * later; a plain copy on older targets (the PTX fallback). */
+__device__ __forceinline__ void copy16_async(void *smem_dst, const void *gsrc) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    unsigned s = (unsigned)__cvta_generic_to_shared(smem_dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gsrc) : "memory");
+#else
+    *(int4 *)smem_dst = *(const int4 *)gsrc;
+#endif
+}
+__device__ __forceinline__ void async_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+template <int N> __device__ __forceinline__ void async_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
+}
+
+/* Workspace regions, each 256-byte aligned. Sizes depend on the shape and
+ * dtype only, never on the device, so *_workspace_size needs no device. */
+struct HardLayout {
+    int64_t groups;      /* G = ceil(T/32): decision words per frame */
+    int64_t max_slabs;   /* upper bound on blocks per item */
+    size_t bits;         /* uint32 [B][G][S]: bit i%32 of word (i/32, j) */
+    size_t ring;         /* accum [B][max_slabs][kGlobalRingFrames] */
+    size_t flags;        /* int [B][max_slabs][2][kFlagStride] + ticket line */
+    size_t item_flag;    /* int [B]: 1 when a NaN/+inf cell was seen */
+    size_t final_score;  /* double [B]: Q(X-1, Y-1) */
+    size_t frame_token;  /* int32 [B][S]: the path's token at each frame, -1 past y_len */
+    size_t run_begin;    /* int32 [B][T]: first frame of token i's run */
+    size_t run_end;      /* int32 [B][T]: one past its last frame */
+    size_t total;
+};
+
+static inline size_t align256(size_t x) { return (x + 255) / 256 * 256; }
+
+static inline HardLayout hard_layout(int64_t B, int64_t T, int64_t S, mas_dtype dtype) {
+    HardLayout L;
+    size_t acc = dtype == MAS_FLOAT64 ? 8 : 4;
+    L.groups = (T + 31) / 32;
+    L.max_slabs = (T + kMinSlabTokens - 1) / kMinSlabTokens;
+    size_t at = 0;
+    L.bits = at;
+    at += align256((size_t)B * (size_t)L.groups * (size_t)S * 4);
+    L.ring = at;
+    at += align256((size_t)B * (size_t)L.max_slabs * kGlobalRingFrames * acc);
+    L.flags = at;
+    at += align256(((size_t)B * (size_t)L.max_slabs * 2 + 1) * kFlagStride * sizeof(int));
+    L.item_flag = at;
+    at += align256((size_t)B * sizeof(int));
+    L.final_score = at;
+    at += align256((size_t)B * sizeof(double));
+    L.frame_token = at;
+    at += align256((size_t)B * (size_t)S * 4);
+    L.run_begin = at;
+    at += align256((size_t)B * (size_t)T * 4);
+    L.run_end = at;
+    at += align256((size_t)B * (size_t)T * 4);
+    L.total = at + 256; /* room to align the caller's pointer */
+    return L;
+}
+
+} // namespace mas_cuda
+
+#endif

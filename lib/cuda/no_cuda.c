@@ -1,0 +1,20 @@
+/* Built instead of the CUDA sources when no CUDA compiler is found: the API
+ * stays the same and answers MAS_ERR_NO_CUDA. */
+#include "mas.h"
+
+int32_t mas_has_cuda(void) { return 0; }
+
+size_t mas_hard_cuda_workspace_size(int64_t batch, int64_t tokens, int64_t frames,
+                                    mas_dtype dtype) {
+    (void)batch; (void)tokens; (void)frames; (void)dtype;
+    return 0;
+}
+
+mas_status mas_hard_cuda(const mas_tensor3 *value, const int64_t *x_len,
+                         const int64_t *y_len, const mas_hard_outputs *out,
+                         void *workspace, size_t workspace_size, void *stream,
+                         uint64_t *error_word) {
+    (void)value; (void)x_len; (void)y_len; (void)out; (void)workspace;
+    (void)workspace_size; (void)stream; (void)error_word;
+    return MAS_ERR_NO_CUDA;
+}
