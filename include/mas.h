@@ -32,6 +32,10 @@
  *   Backtrack: i = X-1; for j = Y-1 down to 0: (i,j) is on the path; then if
  *   i > 0 and (i == j or Q(i,j-1) < Q(i-1,j-1)) then i = i-1.
  *   Ties stay on the same token. score = Q(X-1, Y-1).
+ * The band: only cells that some monotonic path from (0,0) to (X-1,Y-1)
+ *   crosses, j - (Y - X) <= i <= j, can change any output. Only those are
+ *   read, and a NaN or +inf among them is an error; other cells inside the
+ *   lengths are ignored (they are never read).
  */
 #ifndef MAS_H
 #define MAS_H
@@ -191,7 +195,72 @@ mas_status mas_hard_cuda(const mas_tensor3 *value, const int64_t *x_len,
 /* ===================================================================== */
 /* 5. Experimental API: soft alignment (log semiring)                    */
 /* ===================================================================== */
-/* Declared by the soft-alignment work (see README); subject to change. */
+/* The same dynamic program in the log semiring. Subject to change.
+ * Arithmetic: float32 for float32/float16/bfloat16 input, float64 for float64.
+ * Outputs are of the accumulator type (MAS_FLOAT32 or MAS_FLOAT64). */
+
+/* Forward-sum over the hard-MAS path set (value [B,T,S] as in section 4):
+ *   log_z[b] = log sum over monotonic paths of exp(sum of v over the path).
+ * posterior (optional, data NULL to skip): gamma[b,i,j] = d log_z / d v(i,j),
+ * the probability that the path visits (i,j); written in full (0 outside the
+ * lengths); sums to 1 over tokens for every frame j < y_len.
+ * Errors as for hard MAS (NaN/+inf in the band, no finite path, lengths). */
+size_t mas_forward_sum_cpu_workspace_size(int64_t batch, int64_t tokens, int64_t frames,
+                                          mas_dtype dtype, int32_t threads);
+mas_status mas_forward_sum_cpu(const mas_tensor3 *value, const int64_t *x_len,
+                               const int64_t *y_len, void *log_z,
+                               const mas_tensor3 *posterior, void *workspace,
+                               size_t workspace_size, int32_t threads, mas_error *err);
+size_t mas_forward_sum_cuda_workspace_size(int64_t batch, int64_t tokens, int64_t frames,
+                                           mas_dtype dtype);
+mas_status mas_forward_sum_cuda(const mas_tensor3 *value, const int64_t *x_len,
+                                const int64_t *y_len, void *log_z,
+                                const mas_tensor3 *posterior, void *workspace,
+                                size_t workspace_size, void *stream, uint64_t *error_word);
+
+/* Monotonic attention over logits x [B,N,M] (dim[1] = N, dim[2] = M).
+ *   MAS_ATTENTION_ONE_TO_MANY: along N the path always advances; it stays on
+ *     column j with p = sigmoid(x) or moves to j+1 with 1-p:
+ *     log phi[0,0] = 0, log phi[0,j>0] = -inf,
+ *     log phi[i,j] = logaddexp(log phi[i-1,j] + log sigmoid(x[i-1,j]),
+ *                              log phi[i-1,j-1] + log sigmoid(-x[i-1,j-1])).
+ *   MAS_ATTENTION_MANY_TO_MANY: from (i,j) right to (i,j+1) with p =
+ *     sigmoid(x[i,j]) or down to (i+1,j) with 1-p: phi[0,0] = 1,
+ *     phi[i,j] = phi[i,j-1] p[i,j-1] + phi[i-1,j] (1-p[i-1,j]).
+ * n_len, m_len: [B] lengths (NULL: N and M for every item). log_phi [B,N,M]
+ * is written in full, -inf outside the lengths. The backward pass takes the
+ * forward's log_phi and the upstream gradient d loss / d log_phi and writes
+ * d loss / d x (0 outside the lengths). */
+typedef enum mas_attention_kind {
+    MAS_ATTENTION_ONE_TO_MANY = 0,
+    MAS_ATTENTION_MANY_TO_MANY = 1
+} mas_attention_kind;
+
+size_t mas_attention_cpu_workspace_size(int64_t batch, int64_t n, int64_t m,
+                                        mas_dtype dtype, int32_t threads);
+mas_status mas_attention_forward_cpu(mas_attention_kind kind, const mas_tensor3 *logits,
+                                     const int64_t *n_len, const int64_t *m_len,
+                                     const mas_tensor3 *log_phi, void *workspace,
+                                     size_t workspace_size, int32_t threads, mas_error *err);
+mas_status mas_attention_backward_cpu(mas_attention_kind kind, const mas_tensor3 *logits,
+                                      const int64_t *n_len, const int64_t *m_len,
+                                      const mas_tensor3 *log_phi,
+                                      const mas_tensor3 *grad_log_phi,
+                                      const mas_tensor3 *grad_logits, void *workspace,
+                                      size_t workspace_size, int32_t threads, mas_error *err);
+size_t mas_attention_cuda_workspace_size(int64_t batch, int64_t n, int64_t m, mas_dtype dtype);
+mas_status mas_attention_forward_cuda(mas_attention_kind kind, const mas_tensor3 *logits,
+                                      const int64_t *n_len, const int64_t *m_len,
+                                      const mas_tensor3 *log_phi, void *workspace,
+                                      size_t workspace_size, void *stream,
+                                      uint64_t *error_word);
+mas_status mas_attention_backward_cuda(mas_attention_kind kind, const mas_tensor3 *logits,
+                                       const int64_t *n_len, const int64_t *m_len,
+                                       const mas_tensor3 *log_phi,
+                                       const mas_tensor3 *grad_log_phi,
+                                       const mas_tensor3 *grad_logits, void *workspace,
+                                       size_t workspace_size, void *stream,
+                                       uint64_t *error_word);
 
 #ifdef __cplusplus
 }

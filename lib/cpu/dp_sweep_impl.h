@@ -17,7 +17,7 @@
 
 #if defined(__AVX512F__) && !DP_REAL_IS_DOUBLE
 #ifndef DP_PREFETCH_FLOATS
-#define DP_PREFETCH_FLOATS 256
+#define DP_PREFETCH_FLOATS 128
 #endif
 
 /* In-register transpose of 16x16 floats: r[i][j] -> r[j][i]. */
@@ -59,10 +59,10 @@ static int64_t fill_rows_f32_fast(const dp_view *v, int64_t s0, int64_t lanes, i
             __m512 r[16];
             for (int i = 0; i < 16; i++) {
                 /* 64 rows at once are more streams than the hardware
-                 * prefetchers follow: fetch each row's next lines into L2
+                 * prefetchers follow: fetch each row's next lines ahead
                  * (a prefetch never faults, past the row's end included). */
                 _mm_prefetch((const char *)(base + i * v->stride_state + k0 + DP_PREFETCH_FLOATS),
-                             _MM_HINT_T1);
+                             _MM_HINT_T0);
                 r[i] = _mm512_loadu_ps(base + i * v->stride_state + k0);
             }
             transpose16(r);

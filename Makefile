@@ -1,0 +1,47 @@
+# Two entry points, each installing what it needs on a fresh machine:
+#   make bench   CPU benchmark (python -m libmas bench) in a venv
+#   make test    every test: C tests under ASan/UBSan, CUDA compile, Python tests
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+JOBS ?= 2
+
+.PHONY: bench test venv install c-test cuda-build py-test clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+
+venv: $(PY)
+
+# The package (C library, CUDA backend when nvcc is found, the module).
+install: $(PY)
+	$(PIP) install -q numpy matplotlib
+	$(PIP) install -q .
+
+bench: install
+	$(PY) -m libmas bench --plot bench/results/cpu-bench.png
+
+c-test:
+	cmake -S . -B build/asan -DMAS_CUDA=OFF -DMAS_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	cmake --build build/asan -j$(JOBS)
+	ctest --test-dir build/asan --output-on-failure
+	MAS_CPU_ISA=avx2 ctest --test-dir build/asan --output-on-failure
+	MAS_CPU_ISA=sse2 ctest --test-dir build/asan --output-on-failure
+
+# CUDA sources and GPU test programs must compile everywhere (they run only on a GPU).
+cuda-build:
+	@if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then \
+	  PATH="$$PATH:/usr/local/cuda/bin" cmake -S . -B build/cuda -DMAS_CUDA=ON && \
+	  cmake --build build/cuda -j$(JOBS); \
+	else echo "cuda-build: no nvcc, skipped"; fi
+
+py-test: install
+	$(PIP) install -q pytest torch
+	$(PY) -m pytest -q tests/python
+
+test: c-test cuda-build py-test
+
+clean:
+	rm -rf build $(VENV)

@@ -1,0 +1,300 @@
+/* Hard MAS on CUDA: host entry points. Checks what the host can check,
+ * plans the launch from the shape and the device, and enqueues on the
+ * caller's stream: a memset of the flags, the forward sweep (hard_forward),
+ * the backtrack (hard_backtrack) and, when wanted, the dense path
+ * (hard_path). No synchronisation and no allocation, so the call can be
+ * captured into a CUDA graph; value-dependent errors go to the device error
+ * word. */
+#include <cuda_runtime.h>
+
+#include "cuda/hard_backtrack.cuh"
+#include "cuda/hard_common.cuh"
+#include "cuda/hard_forward.cuh"
+#include "cuda/hard_path.cuh"
+#include "mas.h"
+
+using namespace mas_cuda;
+
+namespace {
+
+bool is_value_dtype(int32_t d) {
+    return d == MAS_FLOAT32 || d == MAS_FLOAT64 || d == MAS_FLOAT16 || d == MAS_BFLOAT16;
+}
+
+mas_status check_tensor(const mas_tensor3 *t, bool value) {
+    if (!t->data) return MAS_ERR_NULL_POINTER;
+    if (t->dtype < 0 || t->dtype >= MAS_DTYPE_COUNT_) return MAS_ERR_BAD_DTYPE;
+    if (value && !is_value_dtype(t->dtype)) return MAS_ERR_BAD_DTYPE;
+    for (int k = 0; k < 3; k++)
+        if (t->dim[k] < 1) return MAS_ERR_BAD_SHAPE;
+    return MAS_OK;
+}
+
+/* The same checks, in the same order, as mas_hard_cpu. */
+mas_status check_call(const mas_tensor3 *value, const int64_t *x_len, const int64_t *y_len,
+                      const mas_hard_outputs *out) {
+    if (!value || !x_len || !y_len || !out) return MAS_ERR_NULL_POINTER;
+    mas_status st = check_tensor(value, true);
+    if (st != MAS_OK) return st;
+    if (!out->path.data && !out->durations && !out->indices && !out->score)
+        return MAS_ERR_BAD_ARGUMENT;
+    if (out->path.data) {
+        st = check_tensor(&out->path, false);
+        if (st != MAS_OK) return st;
+        for (int k = 0; k < 3; k++)
+            if (out->path.dim[k] != value->dim[k]) return MAS_ERR_BAD_SHAPE;
+    }
+    return MAS_OK;
+}
+
+/* Stride of an axis as far as addressing goes: a size-1 axis is never
+ * stepped along. */
+int64_t eff_stride(const mas_tensor3 *t, int k) { return t->dim[k] == 1 ? 0 : t->stride[k]; }
+
+bool aligned16(const void *p, int64_t s_a, int64_t s_b, int64_t es) {
+    return ((uintptr_t)p % 16) == 0 && (s_a * es) % 16 == 0 && (s_b * es) % 16 == 0;
+}
+
+uint64_t one_bits(int32_t dtype) {
+    switch (dtype) {
+    case MAS_FLOAT32: return 0x3f800000u;
+    case MAS_FLOAT64: return 0x3ff0000000000000ull;
+    case MAS_FLOAT16: return 0x3c00u;
+    case MAS_BFLOAT16: return 0x3f80u;
+    default: return 1u;
+    }
+}
+
+struct Device {
+    int sms;
+    int smem_optin;
+};
+
+mas_status query_device(Device *d) {
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess) return MAS_ERR_CUDA;
+    if (cudaDeviceGetAttribute(&d->sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&d->smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) !=
+            cudaSuccess)
+        return MAS_ERR_CUDA;
+    return MAS_OK;
+}
+
+/* Everything the forward launch needs besides the kernel's template. */
+struct ForwardPlan {
+    int warps, slabs;
+    size_t smem;
+};
+
+template <typename TV, int K, int MODE>
+mas_status launch_forward(ForwardArgs args, int64_t B, const Device &dev, cudaStream_t stream) {
+    using G = TileGeom<TV, K, MODE>;
+    using TA = typename AccOf<TV>::type;
+    auto kernel = hard_forward<TV, K, MODE>;
+    const int64_t rows = G::ROWS;
+    const int64_t T = args.T;
+    const size_t per_warp = (size_t)kStages * G::BYTES + (size_t)kSmemRingChunks * kChunk * sizeof(TA) +
+                            2 * sizeof(int);
+    const int64_t warps_per_item = (T + rows - 1) / rows;
+    int64_t max_w = ((int64_t)dev.smem_optin - 1024) / (int64_t)per_warp;
+    if (max_w > 32) max_w = 32;
+    if (max_w < 1) return MAS_ERR_CUDA;
+    /* At least kMinSlabTokens per block (the workspace holds that many
+     * rings), else as many warps per block as spread the items' warps over
+     * the multiprocessors about evenly. */
+    int64_t min_w = (kMinSlabTokens + rows - 1) / rows;
+    if (min_w > warps_per_item) min_w = warps_per_item;
+    int64_t w = B * warps_per_item / dev.sms;
+    if (w > warps_per_item) w = warps_per_item;
+    if (w > max_w) w = max_w;
+    if (w < min_w) w = min_w;
+    if (w > max_w) return MAS_ERR_BAD_ARGUMENT;
+    ForwardPlan plan;
+    plan.warps = (int)w;
+    plan.slabs = (int)((warps_per_item + w - 1) / w);
+    plan.smem = (size_t)w * per_warp;
+    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)plan.smem) !=
+        cudaSuccess)
+        return MAS_ERR_CUDA;
+    int per_sm = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 32 * plan.warps, plan.smem) !=
+            cudaSuccess ||
+        per_sm < 1)
+        return MAS_ERR_CUDA;
+    /* Blocks of one item wait on each other: launch no more items at once
+     * than have all their blocks resident together. */
+    const int64_t resident = (int64_t)per_sm * dev.sms;
+    if (plan.slabs > resident) return MAS_ERR_BAD_ARGUMENT;
+    const int64_t per_launch = plan.slabs == 1 ? B : resident / plan.slabs;
+    args.slabs = plan.slabs;
+    args.warps = plan.warps;
+    for (int64_t first = 0; first < B; first += per_launch) {
+        int64_t n = B - first < per_launch ? B - first : per_launch;
+        args.item0 = first;
+        args.ticket0 = (unsigned)(first * plan.slabs);
+        kernel<<<(unsigned)(n * plan.slabs), 32 * plan.warps, plan.smem, stream>>>(args);
+    }
+    return MAS_OK;
+}
+
+template <typename TV, int K>
+mas_status launch_forward_mode(int mode, ForwardArgs args, int64_t B, const Device &dev,
+                               cudaStream_t stream) {
+    switch (mode) {
+    case LOAD_BTS: return launch_forward<TV, K, LOAD_BTS>(args, B, dev, stream);
+    case LOAD_BST: return launch_forward<TV, K, LOAD_BST>(args, B, dev, stream);
+    default: return launch_forward<TV, K, LOAD_ANY>(args, B, dev, stream);
+    }
+}
+
+template <typename TV>
+mas_status launch_forward_type(int mode, ForwardArgs args, int64_t B, const Device &dev,
+                               cudaStream_t stream) {
+    return launch_forward_mode<TV, 2>(mode, args, B, dev, stream);
+}
+
+int ceil_log2(int64_t x) {
+    int s = 0;
+    while (((int64_t)1 << s) < x) s++;
+    return s;
+}
+
+mas_status launch_path(const mas_tensor3 *path, int64_t B, int64_t T, int64_t S,
+                       const int32_t *frame_token, const int32_t *run_begin,
+                       const int32_t *run_end, const Device &dev, cudaStream_t stream) {
+    const int64_t es = (int64_t)mas_dtype_size((mas_dtype)path->dtype);
+    PathArgs p;
+    p.data = (unsigned char *)path->data;
+    p.s0 = eff_stride(path, 0);
+    p.s1 = eff_stride(path, 1);
+    p.s2 = eff_stride(path, 2);
+    p.B = B;
+    p.T = T;
+    p.S = S;
+    p.one = one_bits(path->dtype);
+    p.frame_token = frame_token;
+    p.run_begin = run_begin;
+    p.run_end = run_end;
+    int64_t a1 = p.s1 < 0 ? -p.s1 : p.s1, a2 = p.s2 < 0 ? -p.s2 : p.s2;
+    /* Rows along the more contiguous axis (frames on a tie, as on the CPU). */
+    p.rows_over_frames = S == 1 ? 0 : (T == 1 ? 1 : a2 <= a1);
+    int64_t inner = p.rows_over_frames ? p.s2 : p.s1;
+    int64_t outer = p.rows_over_frames ? p.s1 : p.s2;
+    int64_t len = p.rows_over_frames ? S : T;
+    p.vec = (inner == 1 || len == 1) && aligned16(p.data, p.s0, outer, es);
+    int64_t units = p.vec ? (len * es + 15) / 16 : len;
+    int shift = ceil_log2(units);
+    if (shift > 8) shift = 8;
+    p.group_shift = shift;
+    const int threads = 256;
+    int64_t rows = B * (p.rows_over_frames ? T : S);
+    int64_t rows_per_block = threads >> shift;
+    int64_t blocks = (rows + rows_per_block - 1) / rows_per_block;
+    int64_t cap = (int64_t)dev.sms * 8;
+    if (blocks > cap) blocks = cap;
+    switch (es) {
+    case 1: hard_path<1><<<(unsigned)blocks, threads, 0, stream>>>(p); break;
+    case 2: hard_path<2><<<(unsigned)blocks, threads, 0, stream>>>(p); break;
+    case 4: hard_path<4><<<(unsigned)blocks, threads, 0, stream>>>(p); break;
+    default: hard_path<8><<<(unsigned)blocks, threads, 0, stream>>>(p); break;
+    }
+    return MAS_OK;
+}
+
+} // namespace
+
+extern "C" int32_t mas_has_cuda(void) { return 1; }
+
+extern "C" size_t mas_hard_cuda_workspace_size(int64_t batch, int64_t tokens, int64_t frames,
+                                               mas_dtype dtype) {
+    if (batch < 1 || tokens < 1 || frames < 1 || !is_value_dtype(dtype)) return 0;
+    return hard_layout(batch, tokens, frames, dtype).total;
+}
+
+extern "C" mas_status mas_hard_cuda(const mas_tensor3 *value, const int64_t *x_len,
+                                    const int64_t *y_len, const mas_hard_outputs *out,
+                                    void *workspace, size_t workspace_size, void *stream,
+                                    uint64_t *error_word) {
+    mas_status st = check_call(value, x_len, y_len, out);
+    if (st == MAS_OK && !workspace) st = MAS_ERR_NULL_POINTER;
+    if (st != MAS_OK) return st;
+    const int64_t B = value->dim[0], T = value->dim[1], S = value->dim[2];
+    const mas_dtype dtype = (mas_dtype)value->dtype;
+    const HardLayout L = hard_layout(B, T, S, dtype);
+    if (workspace_size < L.total) return MAS_ERR_WORKSPACE_TOO_SMALL;
+    Device dev;
+    st = query_device(&dev);
+    if (st != MAS_OK) return st;
+    cudaStream_t s = (cudaStream_t)stream;
+    unsigned char *ws = (unsigned char *)(((uintptr_t)workspace + 255) / 256 * 256);
+
+    /* Flags, the ticket counter and the per-item NaN flags start at zero. */
+    if (cudaMemsetAsync(ws + L.flags, 0, L.final_score - L.flags, s) != cudaSuccess)
+        return MAS_ERR_CUDA;
+
+    const int64_t es = (int64_t)mas_dtype_size(dtype);
+    ForwardArgs fa;
+    fa.value = (const unsigned char *)value->data;
+    fa.s0 = eff_stride(value, 0);
+    fa.s1 = eff_stride(value, 1);
+    fa.s2 = eff_stride(value, 2);
+    fa.T = T;
+    fa.S = S;
+    fa.x_len = x_len;
+    fa.y_len = y_len;
+    fa.bits = (uint32_t *)(ws + L.bits);
+    fa.groups = L.groups;
+    fa.ring = ws + L.ring;
+    fa.max_slabs = L.max_slabs;
+    fa.flags = (int *)(ws + L.flags);
+    fa.ticket = (unsigned *)(ws + L.flags) + (size_t)B * L.max_slabs * 2 * kFlagStride;
+    fa.item_flag = (int *)(ws + L.item_flag);
+    fa.final_score = (double *)(ws + L.final_score);
+    fa.slabs = 1;
+    fa.warps = 1;
+    fa.item0 = 0;
+    fa.ticket0 = 0;
+    int64_t a1 = fa.s1 < 0 ? -fa.s1 : fa.s1, a2 = fa.s2 < 0 ? -fa.s2 : fa.s2;
+    fa.frames_inner = a2 <= a1;
+    int mode = LOAD_ANY;
+    if (fa.s2 == 1 && aligned16(fa.value, fa.s0, fa.s1, es)) mode = LOAD_BTS;
+    else if (fa.s1 == 1 && aligned16(fa.value, fa.s0, fa.s2, es)) mode = LOAD_BST;
+
+    switch (dtype) {
+    case MAS_FLOAT32: st = launch_forward_type<float>(mode, fa, B, dev, s); break;
+    case MAS_FLOAT64: st = launch_forward_type<double>(mode, fa, B, dev, s); break;
+    case MAS_FLOAT16: st = launch_forward_type<__half>(mode, fa, B, dev, s); break;
+    default: st = launch_forward_type<__nv_bfloat16>(mode, fa, B, dev, s); break;
+    }
+    if (st != MAS_OK) return st;
+
+    BacktrackArgs ba;
+    ba.B = B;
+    ba.T = T;
+    ba.S = S;
+    ba.groups = L.groups;
+    ba.x_len = x_len;
+    ba.y_len = y_len;
+    ba.bits = fa.bits;
+    ba.item_flag = fa.item_flag;
+    ba.final_score = fa.final_score;
+    ba.frame_token = (int32_t *)(ws + L.frame_token);
+    ba.run_begin = (int32_t *)(ws + L.run_begin);
+    ba.run_end = (int32_t *)(ws + L.run_end);
+    ba.durations = out->durations;
+    ba.durations_stride = out->durations_stride;
+    ba.indices = out->indices;
+    ba.indices_stride = out->indices_stride;
+    ba.score = out->score;
+    ba.score_f64 = dtype == MAS_FLOAT64;
+    ba.error_word = (unsigned long long *)error_word;
+    const int warps_per_block = 4;
+    hard_backtrack<<<(unsigned)((B + warps_per_block - 1) / warps_per_block), 32 * warps_per_block, 0,
+                     s>>>(ba);
+
+    if (out->path.data) {
+        st = launch_path(&out->path, B, T, S, ba.frame_token, ba.run_begin, ba.run_end, dev, s);
+        if (st != MAS_OK) return st;
+    }
+    return cudaGetLastError() == cudaSuccess ? MAS_OK : MAS_ERR_CUDA;
+}
