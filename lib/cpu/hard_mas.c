@@ -24,6 +24,10 @@
 
 #define ALIGN_UP(x, a) (((x) + (a)-1) / (a) * (a))
 #define CACHE_LINE 64
+/* Frames per handshake between pipelined threads: long enough that each
+ * token row streams from memory and the wait is amortised, short enough that
+ * the pipeline fills quickly. */
+#define PIPELINE_STEPS 512
 
 typedef struct worker_layout {
     size_t decisions; /* bytes of the decision bitmap of one item */
@@ -218,8 +222,8 @@ static void pipeline_worker(void *ctx, int32_t rank) {
     atomic_llong *prev = rank > 0 ? progress_of(c, rank - 1) : NULL;
     fill_real(column, c->accum, ALIGN_UP(s_end - s_begin, lanes), -INFINITY);
     int bad = 0;
-    for (int64_t t0 = 0; t0 < Y; t0 += DP_BLOCK_STEPS) {
-        int64_t t1 = t0 + DP_BLOCK_STEPS < Y ? t0 + DP_BLOCK_STEPS : Y;
+    for (int64_t t0 = 0; t0 < Y; t0 += PIPELINE_STEPS) {
+        int64_t t1 = t0 + PIPELINE_STEPS < Y ? t0 + PIPELINE_STEPS : Y;
         uint8_t *e = my_edge + (size_t)t0 * acc;
         if (prev) {
             while (atomic_load_explicit(prev, memory_order_acquire) < t1) CPU_RELAX();

@@ -188,7 +188,7 @@ __device__ __forceinline__ void load_frame_row(const unsigned char *row, int lan
 }
 
 template <typename TV, int K, int MODE>
-__global__ void __launch_bounds__(1024) hard_forward(ForwardArgs a) {
+__global__ void __launch_bounds__(512) hard_forward(ForwardArgs a) {
     using TA = typename AccOf<TV>::type;
     using G = TileGeom<TV, K, MODE>;
     constexpr int kRing = kSmemRingChunks * kChunk;

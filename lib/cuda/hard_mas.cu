@@ -97,7 +97,7 @@ mas_status launch_forward(ForwardArgs args, int64_t B, const Device &dev, cudaSt
                             2 * sizeof(int);
     const int64_t warps_per_item = (T + rows - 1) / rows;
     int64_t max_w = ((int64_t)dev.smem_optin - 1024) / (int64_t)per_warp;
-    if (max_w > 32) max_w = 32;
+    if (max_w > 16) max_w = 16;
     if (max_w < 1) return MAS_ERR_CUDA;
     /* At least kMinSlabTokens per block (the workspace holds that many
      * rings), else as many warps per block as spread the items' warps over
