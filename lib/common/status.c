@@ -17,7 +17,7 @@ const char *mas_status_string(mas_status status) {
     case MAS_ERR_X_LEN_GT_Y_LEN:
         return "x_len > y_len: no monotonic alignment gives every token a frame";
     case MAS_ERR_NONFINITE_VALUE:
-        return "value holds NaN or +inf inside the lengths";
+        return "value holds NaN or +inf on a cell a monotonic path can cross";
     case MAS_ERR_NO_FINITE_PATH:
         return "no finite path: every monotonic path crosses a -inf cell";
     case MAS_ERR_WORKSPACE_TOO_SMALL: return "workspace smaller than *_workspace_size()";

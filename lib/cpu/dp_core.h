@@ -54,12 +54,17 @@ typedef struct dp_problem {
     /* Lower band: cells with s < t - band are outside (-inf, never read), as
      * in a skewed walk whose diagonal leaves the matrix. DP_NO_BAND: none. */
     int64_t band;
+    /* Upper cut: when set, cells with s > t are outside too (never read, and
+     * alpha_out is not written there). alpha is -inf there in any case; the
+     * cut matters for skewed views, where such cells lie outside the matrix. */
+    int32_t clip_above;
     /* Max-plus only: one bit per cell, 1 where the advance edge won
      * (alpha[t-1][s] < alpha[t-1][s-1] after weights). Tile-major:
      * bits of tile k, step t at decisions + (k * n_steps + t) * DP_LANES/8.
      * NULL when not wanted. */
     uint8_t *decisions;
-    /* Optional: every alpha[t][s] written here (accumulator type). */
+    /* Optional: alpha[t][s] written here (accumulator type) for every cell
+     * inside the band (and, with clip_above, s <= t); other cells untouched. */
     void *alpha_out;
     int64_t alpha_stride_state, alpha_stride_step;
 } dp_problem;

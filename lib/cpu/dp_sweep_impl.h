@@ -74,22 +74,26 @@ static int64_t fill_rows_f32_fast(const dp_view *v, int64_t s0, int64_t lanes, i
 #endif
 
 /* dst[k*DP_W + l] = view(t0+k, s0+l) for l < lanes, k < steps; cells past the
- * lanes, or below the band (s < t - band), get `pad`. */
+ * lanes, below the band (s < t - band) or, with clip, above the diagonal
+ * (s > t) get `pad`. */
 static void fill_tile(const dp_view *v, int64_t s0, int64_t lanes, int64_t t0,
-                      int64_t steps, int64_t band, DP_REAL pad, DP_REAL *dst) {
+                      int64_t steps, int64_t band, int clip, DP_REAL pad, DP_REAL *dst) {
 #define FILL_ROWS(TYPE, CONVERT)                                                  \
     for (int64_t l = 0; l < lanes; l++) {                                        \
         const TYPE *row = (const TYPE *)v->base + (s0 + l) * v->stride_state +   \
                           t0 * v->stride_step;                                   \
         int64_t last = s0 + l + band - t0; /* last step inside the band */       \
         int64_t n = last + 1 < steps ? (last + 1 > 0 ? last + 1 : 0) : steps;    \
+        int64_t above = clip && s0 + l > t0 ? s0 + l - t0 : 0; /* steps with s > t */ \
         int64_t k = 0;                                                           \
+        for (; k < above && k < steps; k++) dst[k * DP_W + l] = pad;             \
         for (; k < n; k++) dst[k * DP_W + l] = (DP_REAL)CONVERT(row[k * v->stride_step]); \
         for (; k < steps; k++) dst[k * DP_W + l] = pad;                          \
     }
 #define AS_IS(x) (x)
     int64_t first = 0;
-    int no_cut = s0 + band - t0 >= steps - 1; /* the band cuts no cell of the tile */
+    /* the band (and the clip) cut no cell of the tile */
+    int no_cut = s0 + band - t0 >= steps - 1 && (!clip || s0 + lanes - 1 <= t0);
 #if defined(__AVX512F__) && !DP_REAL_IS_DOUBLE
     if (no_cut) first = fill_rows_f32_fast(v, s0, lanes, t0, steps, dst);
 #endif
@@ -162,11 +166,12 @@ DP_ALWAYS_INLINE uint64_t sweep_tile(const dp_problem *p, const int semiring,
                                      DP_REAL *hist, int64_t out_lane) {
     int64_t lanes = p->n_states - s0 < DP_W ? p->n_states - s0 : DP_W;
     if (p->cell.base) {
-        fill_tile(&p->cell, s0, lanes, t0, steps, p->band, -INFINITY, cells);
+        fill_tile(&p->cell, s0, lanes, t0, steps, p->band, p->clip_above, -INFINITY, cells);
     } else {
         for (int64_t k = 0; k < steps; k++)
             for (int64_t l = 0; l < DP_W; l++) {
-                int inside = l < lanes && s0 + l >= t0 + k - p->band;
+                int inside = l < lanes && s0 + l >= t0 + k - p->band &&
+                             (!p->clip_above || s0 + l <= t0 + k);
                 cells[k * DP_W + l] = inside ? 0 : -INFINITY;
             }
     }
@@ -177,7 +182,8 @@ DP_ALWAYS_INLINE uint64_t sweep_tile(const dp_problem *p, const int semiring,
         int64_t first = t0 == 0 ? 1 : 0;
         for (int64_t k = 0; k < first * DP_W; k++) wstay[k] = 0;
         if (steps > first)
-            fill_tile(&p->logits, s0, lanes, t0 - 1 + first, steps - first, p->band, 0,
+            fill_tile(&p->logits, s0, lanes, t0 - 1 + first, steps - first, p->band,
+                      p->clip_above, 0,
                       wstay + first * DP_W);
         for (int64_t k = 0; k < steps * DP_W; k++) {
             DP_REAL x = wstay[k];
@@ -186,7 +192,7 @@ DP_ALWAYS_INLINE uint64_t sweep_tile(const dp_problem *p, const int semiring,
         }
         for (int64_t k = 0; k < steps; k++) {
             int64_t t = t0 + k;
-            int inside = t >= 1 && s0 >= 1 && s0 - 1 >= t - 1 - p->band;
+            int inside = t >= 1 && s0 >= 1 && s0 - 1 >= t - 1 - p->band && s0 - 1 <= t - 1;
             edge_move[k] = inside ? log_sigmoid(-view_at(&p->logits, t - 1, s0 - 1)) : 0;
         }
     }
@@ -234,10 +240,16 @@ DP_ALWAYS_INLINE uint64_t sweep_tile(const dp_problem *p, const int semiring,
     vec_store(col, q);
     if (p->alpha_out) {
         DP_REAL *out = (DP_REAL *)p->alpha_out;
-        for (int64_t l = 0; l < lanes; l++)
-            for (int64_t k = 0; k < steps; k++)
-                out[(s0 + l) * p->alpha_stride_state + (t0 + k) * p->alpha_stride_step] =
+        for (int64_t l = 0; l < lanes; l++) {
+            /* inside the band (and the clip) only: a skewed view has no
+             * cells elsewhere */
+            int64_t s = s0 + l;
+            int64_t k = p->clip_above && s > t0 ? s - t0 : 0;
+            int64_t end = s + p->band - t0 + 1 < steps ? s + p->band - t0 + 1 : steps;
+            for (; k < end; k++)
+                out[s * p->alpha_stride_state + (t0 + k) * p->alpha_stride_step] =
                     hist[k * DP_W + l];
+        }
     }
     /* Cells past the lanes hold -inf (not bad); only real cells count. */
     return bad & (lanes >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << lanes) - 1u));
@@ -264,8 +276,12 @@ DP_ALWAYS_INLINE int sweep_range(const dp_problem *p, const int semiring,
                 /* alpha is -inf on all of it, and stays so below the band:
                  * nothing to read or compute. */
                 DP_REAL *e = edge + (t0 - t_begin);
-                for (int64_t k = 0; k < steps; k++) e[k] = -INFINITY;
-                if (below) vec_store(column + (s0 - s_begin), vec_set1(-INFINITY));
+                DP_REAL *col = column + (s0 - s_begin);
+                /* e[0] is the step before the block, which may still be in the
+                 * band; every later one is outside it. */
+                e[0] = col[out_lane];
+                for (int64_t k = 1; k < steps; k++) e[k] = -INFINITY;
+                if (below) vec_store(col, vec_set1(-INFINITY));
                 continue;
             }
             bad |= sweep_tile(p, semiring, has_logits, s0, t0, steps,

@@ -104,6 +104,7 @@ static dp_problem problem_for(const hard_call *c, int64_t b, uint8_t *decisions)
     /* Only cells on some monotonic path from (0,0) to (X-1,Y-1) are read:
      * j - (Y - X) <= i <= j. No other cell can change any output. */
     p.band = p.n_steps - p.n_states;
+    p.clip_above = 1;
     p.decisions = decisions;
     return p;
 }
@@ -206,6 +207,7 @@ static void pipeline_worker(void *ctx, int32_t rank) {
     int64_t s_end = s_begin + c->tiles_per_rank * lanes;
     if (s_end > X) s_end = X;
     atomic_llong *mine = progress_of(c, rank);
+    *bad_flag_of(c, rank) = 0;
     if (s_begin >= s_end) {
         atomic_store_explicit(mine, Y, memory_order_release);
         return;
