@@ -58,6 +58,11 @@ typedef struct dp_problem {
      * alpha_out is not written there). alpha is -inf there in any case; the
      * cut matters for skewed views, where such cells lie outside the matrix. */
     int32_t clip_above;
+    /* 1 when every cell with s < n_states, t < n_steps may be read (a plain
+     * rectangle such as hard MAS's), so tiles cut by the band or the diagonal
+     * are read whole and the cut cells padded afterwards; 0 for views where
+     * such cells are not memory (skewed walks). */
+    int32_t readable;
     /* Max-plus only: one bit per cell, 1 where the advance edge won
      * (alpha[t-1][s] < alpha[t-1][s-1] after weights). Tile-major:
      * bits of tile k, step t at decisions + (k * n_steps + t) * DP_LANES/8.

@@ -12,6 +12,7 @@
 #include "common/convert.h"
 #include "cpu/dp_core.h"
 #include "cpu/dp_simd.h"
+#include "cpu/soft_math.h"
 
 #define DP_ALWAYS_INLINE static inline __attribute__((always_inline))
 
@@ -77,7 +78,8 @@ static int64_t fill_rows_f32_fast(const dp_view *v, int64_t s0, int64_t lanes, i
  * lanes, below the band (s < t - band) or, with clip, above the diagonal
  * (s > t) get `pad`. */
 static void fill_tile(const dp_view *v, int64_t s0, int64_t lanes, int64_t t0,
-                      int64_t steps, int64_t band, int clip, DP_REAL pad, DP_REAL *dst) {
+                      int64_t steps, int64_t band, int clip, int readable, DP_REAL pad,
+                      DP_REAL *dst) {
 #define FILL_ROWS(TYPE, CONVERT)                                                  \
     for (int64_t l = 0; l < lanes; l++) {                                        \
         const TYPE *row = (const TYPE *)v->base + (s0 + l) * v->stride_state +   \
@@ -94,10 +96,13 @@ static void fill_tile(const dp_view *v, int64_t s0, int64_t lanes, int64_t t0,
     int64_t first = 0;
     /* the band (and the clip) cut no cell of the tile */
     int no_cut = s0 + band - t0 >= steps - 1 && (!clip || s0 + lanes - 1 <= t0);
+    /* A cut tile of a plain rectangle is still inside the lengths: read it
+     * whole the fast way, then pad the cut cells (below). */
+    int whole = no_cut || readable;
 #if defined(__AVX512F__) && !DP_REAL_IS_DOUBLE
-    if (no_cut) first = fill_rows_f32_fast(v, s0, lanes, t0, steps, dst);
+    if (whole) first = fill_rows_f32_fast(v, s0, lanes, t0, steps, dst);
 #endif
-    if (no_cut && v->stride_state == 1 && v->dtype == (DP_REAL_IS_DOUBLE ? MAS_FLOAT64 : MAS_FLOAT32)) {
+    if (whole && v->stride_state == 1 && v->dtype == (DP_REAL_IS_DOUBLE ? MAS_FLOAT64 : MAS_FLOAT32)) {
         /* states contiguous (the "bst" layout): a plain copy per step */
         const DP_REAL *col = (const DP_REAL *)v->base + s0 + t0 * v->stride_step;
         for (int64_t k = 0; k < steps; k++)
@@ -118,6 +123,16 @@ static void fill_tile(const dp_view *v, int64_t s0, int64_t lanes, int64_t t0,
 #undef FILL_ROWS
     for (int64_t l = lanes; l < DP_W - first; l++)
         for (int64_t k = 0; k < steps; k++) dst[k * DP_W + l] = pad;
+    if (!no_cut) {
+        dst -= first;
+        s0 -= first;
+        for (int64_t l = 0; l < first; l++) {
+            int64_t above = clip && s0 + l > t0 ? s0 + l - t0 : 0;
+            int64_t last = s0 + l + band - t0;
+            for (int64_t k = 0; k < above && k < steps; k++) dst[k * DP_W + l] = pad;
+            for (int64_t k = last + 1 > 0 ? last + 1 : 0; k < steps; k++) dst[k * DP_W + l] = pad;
+        }
+    }
 }
 
 static inline DP_REAL view_at(const dp_view *v, int64_t t, int64_t s) {
@@ -154,7 +169,12 @@ static inline dp_vec vec_log_add_exp(dp_vec a, dp_vec b) {
     DP_REAL x[DP_W], y[DP_W];
     vec_store(x, a);
     vec_store(y, b);
+#if DP_REAL_IS_DOUBLE
     for (int l = 0; l < DP_W; l++) x[l] = log_add_exp(x[l], y[l]);
+#else
+    /* branch-free, so the lanes vectorise */
+    for (int l = 0; l < DP_W; l++) x[l] = sm_log_add_exp(x[l], y[l]);
+#endif
     return vec_load(x);
 }
 
@@ -166,7 +186,8 @@ DP_ALWAYS_INLINE uint64_t sweep_tile(const dp_problem *p, const int semiring,
                                      DP_REAL *hist, int64_t out_lane) {
     int64_t lanes = p->n_states - s0 < DP_W ? p->n_states - s0 : DP_W;
     if (p->cell.base) {
-        fill_tile(&p->cell, s0, lanes, t0, steps, p->band, p->clip_above, -INFINITY, cells);
+        fill_tile(&p->cell, s0, lanes, t0, steps, p->band, p->clip_above, p->readable,
+                  -INFINITY, cells);
     } else {
         for (int64_t k = 0; k < steps; k++)
             for (int64_t l = 0; l < DP_W; l++) {
@@ -183,12 +204,16 @@ DP_ALWAYS_INLINE uint64_t sweep_tile(const dp_problem *p, const int semiring,
         for (int64_t k = 0; k < first * DP_W; k++) wstay[k] = 0;
         if (steps > first)
             fill_tile(&p->logits, s0, lanes, t0 - 1 + first, steps - first, p->band,
-                      p->clip_above, 0,
+                      p->clip_above, p->readable, 0,
                       wstay + first * DP_W);
         for (int64_t k = 0; k < steps * DP_W; k++) {
             DP_REAL x = wstay[k];
+#if DP_REAL_IS_DOUBLE
             wmove[k] = log_sigmoid(-x);
             wstay[k] = log_sigmoid(x);
+#else
+            sm_log_sigmoid_pair(x, &wstay[k], &wmove[k]);
+#endif
         }
         for (int64_t k = 0; k < steps; k++) {
             int64_t t = t0 + k;
