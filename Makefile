@@ -29,6 +29,7 @@ c-test:
 	ctest --test-dir build/asan --output-on-failure
 	MAS_CPU_ISA=avx2 ctest --test-dir build/asan --output-on-failure
 	MAS_CPU_ISA=sse2 ctest --test-dir build/asan --output-on-failure
+	MAS_CPU_MIN_CELLS_PER_THREAD=1 ctest --test-dir build/asan --output-on-failure
 
 # CUDA sources and GPU test programs must compile everywhere (they run only on a GPU).
 cuda-build:

@@ -8,6 +8,7 @@
  * per-thread edge array of one value per frame. */
 #include <math.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cpu/dp_core.h"
@@ -52,9 +53,20 @@ static worker_layout layout_for(int64_t T, int64_t S, mas_dtype dtype) {
     return w;
 }
 
-static int32_t team_size(int64_t B, int64_t T, mas_dtype dtype, int32_t threads) {
+/* Below this many cells per thread, starting a thread costs more than it
+ * saves (tens of microseconds against a few nanoseconds a cell). The tests
+ * lower it with MAS_CPU_MIN_CELLS_PER_THREAD to split even tiny problems. */
+static int64_t min_cells_per_thread(void) {
+    const char *s = getenv("MAS_CPU_MIN_CELLS_PER_THREAD");
+    long long v = s ? atoll(s) : 0;
+    return v > 0 ? (int64_t)v : (int64_t)1 << 16;
+}
+
+static int32_t team_size(int64_t B, int64_t T, int64_t S, mas_dtype dtype, int32_t threads) {
     int64_t n = mas_thread_count(threads);
     if (n >= 256) n = 256;
+    int64_t by_work = B * T * S / min_cells_per_thread();
+    if (n > by_work) n = by_work > 1 ? by_work : 1;
     /* Pipelining needs at least one tile per thread. */
     int64_t tiles = (T + dp_lanes(dtype == MAS_FLOAT64 ? MAS_FLOAT64 : MAS_FLOAT32) - 1) /
                     dp_lanes(dtype == MAS_FLOAT64 ? MAS_FLOAT64 : MAS_FLOAT32);
@@ -66,7 +78,7 @@ size_t mas_hard_cpu_workspace_size(int64_t batch, int64_t tokens, int64_t frames
                                    mas_dtype dtype, int32_t threads) {
     if (batch < 1 || tokens < 1 || frames < 1) return 0;
     worker_layout w = layout_for(tokens, frames, dtype);
-    int32_t n = team_size(batch, tokens, dtype, threads);
+    int32_t n = team_size(batch, tokens, frames, dtype, threads);
     return CACHE_LINE + (size_t)n * w.total + ALIGN_UP((size_t)batch * sizeof(int32_t), CACHE_LINE);
 }
 
@@ -292,7 +304,7 @@ mas_status mas_hard_cpu(const mas_tensor3 *value, const int64_t *x_len,
     c.out = out;
     c.ws = (uint8_t *)ALIGN_UP((uintptr_t)workspace, CACHE_LINE);
     c.w = layout_for(T, S, dtype);
-    c.team = team_size(B, T, dtype, threads);
+    c.team = team_size(B, T, S, dtype, threads);
     c.accum = dtype == MAS_FLOAT64 ? MAS_FLOAT64 : MAS_FLOAT32;
     c.item_status = (int32_t *)(c.ws + (size_t)c.team * c.w.total);
     atomic_init(&c.next_item, 0);
