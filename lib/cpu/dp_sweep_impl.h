@@ -50,8 +50,13 @@ static inline void transpose16(__m512 r[16]) {
 /* float32 rows with contiguous steps (the "bts" layout): 16x16 blocks through
  * registers. Returns the number of leading lanes done (a multiple of 16); the
  * caller fills the rest. Only for tiles with no band cut and steps % 16 == 0. */
+static int64_t fill_rows_f32_reversed(const dp_view *v, int64_t s0, int64_t lanes,
+                                      int64_t t0, int64_t steps, float *dst);
+
 static int64_t fill_rows_f32_fast(const dp_view *v, int64_t s0, int64_t lanes, int64_t t0,
                                   int64_t steps, float *dst) {
+    if (v->dtype == MAS_FLOAT32 && v->stride_step == -1 && steps % 16 == 0)
+        return fill_rows_f32_reversed(v, s0, lanes, t0, steps, dst);
     if (v->dtype != MAS_FLOAT32 || v->stride_step != 1 || steps % 16 != 0) return 0;
     int64_t done = lanes / 16 * 16;
     for (int64_t l0 = 0; l0 < done; l0 += 16) {
@@ -70,6 +75,47 @@ static int64_t fill_rows_f32_fast(const dp_view *v, int64_t s0, int64_t lanes, i
             for (int j = 0; j < 16; j++) _mm512_storeu_ps(dst + (k0 + j) * DP_W + l0, r[j]);
         }
     }
+    return done;
+}
+
+/* The same for rows whose steps run backwards in memory (stride_step -1: a
+ * view walked from its last cell, as forward-sum's second sweep is): each
+ * 16 steps are loaded from the lowest address and their order reversed. */
+static int64_t fill_rows_f32_reversed(const dp_view *v, int64_t s0, int64_t lanes,
+                                      int64_t t0, int64_t steps, float *dst) {
+    const __m512i reverse = _mm512_set_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    int64_t done = lanes / 16 * 16;
+    for (int64_t l0 = 0; l0 < done; l0 += 16) {
+        const float *base = (const float *)v->base + (s0 + l0) * v->stride_state - t0;
+        for (int64_t k0 = 0; k0 < steps; k0 += 16) {
+            __m512 r[16];
+            for (int i = 0; i < 16; i++) {
+                const float *at = base + i * v->stride_state - k0 - 15;
+                _mm_prefetch((const char *)(at - DP_PREFETCH_FLOATS), _MM_HINT_T0);
+                r[i] = _mm512_permutexvar_ps(reverse, _mm512_loadu_ps(at));
+            }
+            transpose16(r);
+            for (int j = 0; j < 16; j++) _mm512_storeu_ps(dst + (k0 + j) * DP_W + l0, r[j]);
+        }
+    }
+    return done;
+}
+
+/* The inverse of fill_rows_f32_fast, for alpha_out: the tile's history back
+ * to rows with contiguous steps (out at cell (s0, t0)), 16x16 blocks through
+ * registers. Returns the leading lanes done. */
+static int64_t store_rows_f32_fast(const float *hist, int64_t lanes, int64_t steps, float *out,
+                                   int64_t stride_state) {
+    if (steps % 16 != 0) return 0;
+    int64_t done = lanes / 16 * 16;
+    for (int64_t l0 = 0; l0 < done; l0 += 16)
+        for (int64_t k0 = 0; k0 < steps; k0 += 16) {
+            __m512 r[16];
+            for (int j = 0; j < 16; j++) r[j] = _mm512_loadu_ps(hist + (k0 + j) * DP_W + l0);
+            transpose16(r);
+            for (int i = 0; i < 16; i++)
+                _mm512_storeu_ps(out + (l0 + i) * stride_state + k0, r[i]);
+        }
     return done;
 }
 #endif
@@ -157,6 +203,7 @@ static inline DP_REAL log_sigmoid(DP_REAL x) {
 
 static inline DP_REAL log_add_exp(DP_REAL a, DP_REAL b) {
     DP_REAL hi = a > b ? a : b, lo = a > b ? b : a;
+    if (lo != lo) return lo; /* a NaN must not lose to a -inf */
     if (hi == -INFINITY) return hi;
 #if DP_REAL_IS_DOUBLE
     return hi + log1p(exp(lo - hi));
@@ -165,15 +212,33 @@ static inline DP_REAL log_add_exp(DP_REAL a, DP_REAL b) {
 #endif
 }
 
+#if !DP_REAL_IS_DOUBLE
+/* The float log-plus lanes, branch-free (soft_math.h) so that they
+ * vectorise; that needs if-conversion, which GCC does only without
+ * -ftrapping-math (the library never reads the FP exception flags). Out of
+ * line: functions of other options are not inlined. */
+SM_NO_TRAPPING_BEGIN
+static __attribute__((noinline)) void lanes_log_add_exp(float *restrict x,
+                                                        const float *restrict y) {
+    for (int l = 0; l < DP_W; l++) x[l] = sm_log_add_exp(x[l], y[l]);
+}
+
+static __attribute__((noinline)) void lanes_log_sigmoid(int64_t n, float *restrict stay,
+                                                        float *restrict move) {
+    for (int64_t k = 0; k < n; k++) sm_log_sigmoid_pair(stay[k], &stay[k], &move[k]);
+}
+SM_NO_TRAPPING_END
+#endif
+
 static inline dp_vec vec_log_add_exp(dp_vec a, dp_vec b) {
-    DP_REAL x[DP_W], y[DP_W];
+    _Alignas(64) DP_REAL x[DP_W];
+    _Alignas(64) DP_REAL y[DP_W];
     vec_store(x, a);
     vec_store(y, b);
 #if DP_REAL_IS_DOUBLE
     for (int l = 0; l < DP_W; l++) x[l] = log_add_exp(x[l], y[l]);
 #else
-    /* branch-free, so the lanes vectorise */
-    for (int l = 0; l < DP_W; l++) x[l] = sm_log_add_exp(x[l], y[l]);
+    lanes_log_add_exp(x, y);
 #endif
     return vec_load(x);
 }
@@ -206,15 +271,15 @@ DP_ALWAYS_INLINE uint64_t sweep_tile(const dp_problem *p, const int semiring,
             fill_tile(&p->logits, s0, lanes, t0 - 1 + first, steps - first, p->band,
                       p->clip_above, p->readable, 0,
                       wstay + first * DP_W);
+#if DP_REAL_IS_DOUBLE
         for (int64_t k = 0; k < steps * DP_W; k++) {
             DP_REAL x = wstay[k];
-#if DP_REAL_IS_DOUBLE
             wmove[k] = log_sigmoid(-x);
             wstay[k] = log_sigmoid(x);
-#else
-            sm_log_sigmoid_pair(x, &wstay[k], &wmove[k]);
-#endif
         }
+#else
+        lanes_log_sigmoid(steps * DP_W, wstay, wmove);
+#endif
         for (int64_t k = 0; k < steps; k++) {
             int64_t t = t0 + k;
             int inside = t >= 1 && s0 >= 1 && s0 - 1 >= t - 1 - p->band && s0 - 1 <= t - 1;
@@ -265,7 +330,15 @@ DP_ALWAYS_INLINE uint64_t sweep_tile(const dp_problem *p, const int semiring,
     vec_store(col, q);
     if (p->alpha_out) {
         DP_REAL *out = (DP_REAL *)p->alpha_out;
-        for (int64_t l = 0; l < lanes; l++) {
+        int64_t l = 0;
+#if defined(__AVX512F__) && !DP_REAL_IS_DOUBLE
+        /* a tile with every cell inside: whole rows through registers */
+        int full = s0 + p->band - t0 >= steps - 1 && (!p->clip_above || s0 + lanes - 1 <= t0);
+        if (full && p->alpha_stride_step == 1)
+            l = store_rows_f32_fast(hist, lanes, steps,
+                                    out + s0 * p->alpha_stride_state + t0, p->alpha_stride_state);
+#endif
+        for (; l < lanes; l++) {
             /* inside the band (and the clip) only: a skewed view has no
              * cells elsewhere */
             int64_t s = s0 + l;

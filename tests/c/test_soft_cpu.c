@@ -355,10 +355,6 @@ static void test_max_plus_limit(ts_rng *rng) {
         fs_case_make(&c, rng, MAS_FLOAT64, 2, T, S, 0);
         for (int b = 0; b < 2; b++) random_lengths(rng, T, S, &c.x[b], &c.y[b]);
         fs_fill(rng, &c, 0);
-        /* hard MAS reads cells above the diagonal (i > j): no poison there */
-        for (int b = 0; b < 2; b++)
-            for (int64_t i = 0; i < c.x[b]; i++)
-                for (int64_t j = 0; j < i && j < c.y[b]; j++) put(&c.value.tensor, b, i, j, 0);
         double score[2];
         mas_hard_outputs out;
         memset(&out, 0, sizeof out);
@@ -413,12 +409,12 @@ static void test_forward_sum_neg_inf(ts_rng *rng) {
 
 static void test_forward_sum_errors(ts_rng *rng) {
     /* item errors: the lowest failing item is reported, the others computed */
-    static const char *const what[5] = {"x_len > y_len", "x_len = 0", "y_len > S",
-                                        "NaN in the band", "no finite path"};
-    static const mas_status expect[5] = {MAS_ERR_X_LEN_GT_Y_LEN, MAS_ERR_BAD_LENGTH,
+    static const char *const what[6] = {"x_len > y_len", "x_len = 0", "y_len > S",
+                                        "NaN in the band", "no finite path", "+inf in the band"};
+    static const mas_status expect[6] = {MAS_ERR_X_LEN_GT_Y_LEN, MAS_ERR_BAD_LENGTH,
                                          MAS_ERR_BAD_LENGTH, MAS_ERR_NONFINITE_VALUE,
-                                         MAS_ERR_NO_FINITE_PATH};
-    for (int e = 0; e < 5; e++) {
+                                         MAS_ERR_NO_FINITE_PATH, MAS_ERR_NONFINITE_VALUE};
+    for (int e = 0; e < 6; e++) {
         fs_case c;
         fs_case_make(&c, rng, float_dtypes[e % 4], 4, 6, 10, 1);
         if (c.value.tensor.stride[0] == 0) {
@@ -439,6 +435,7 @@ static void test_forward_sum_errors(ts_rng *rng) {
         case 4:
             for (int64_t i = 0; i < c.x[bad]; i++) put(&c.value.tensor, bad, i, 4, -INFINITY);
             break;
+        case 5: put(&c.value.tensor, bad, c.x[bad] - 1, 7, INFINITY); break;
         }
         c.x[3] = 0; /* a later bad item */
         ts_case_begin("forward-sum error: %s at item %lld", what[e], (long long)bad);
@@ -885,6 +882,11 @@ static void test_attention_errors(ts_rng *rng) {
         TS_CHECK(att_forward(&c, rng, &err) == MAS_ERR_NONFINITE_VALUE && err.item == 2,
                  "NaN logit: status %d item %lld", (int)err.status, (long long)err.item);
         put(&c.logits.tensor, 2, 1, 1, 0.5);
+        /* at (0,0) the NaN meets a -inf (no state below state 0) */
+        put(&c.logits.tensor, 0, 0, 0, NAN);
+        TS_CHECK(att_forward(&c, rng, &err) == MAS_ERR_NONFINITE_VALUE && err.item == 0,
+                 "NaN logit at (0,0): status %d item %lld", (int)err.status, (long long)err.item);
+        put(&c.logits.tensor, 0, 0, 0, 0.5);
         /* NaN that no cell reads: one-to-many, the last row's (no edge
          * leaves it) and one above the diagonal (unreachable); m2m, the
          * last cell's */

@@ -1,0 +1,33 @@
+"""libmas: monotonic alignment search (Glow-TTS MAS) for NumPy and PyTorch,
+on the CPU and on CUDA, from a C library.
+
+    import libmas
+    path = libmas.maximum_path(value, mask)             # Glow-TTS drop-in
+    res = libmas.align(value, x_lengths, y_lengths)     # durations, indices, score
+    res.path()                                          # dense 0/1 path on request
+
+CUDA calls never synchronise the host; their value errors are reported
+lazily (see ``libmas.errors``, ``libmas.check_errors()``).
+"""
+
+from . import _C
+from .errors import check_errors
+from .hard import AlignResult, align, maximum_path
+from .soft import forward_sum, monotonic_attention, monotonic_attention_m2m, posterior
+
+__version__ = "0.1.0"
+
+
+def c_version():
+    """Version string of the linked C library."""
+    return _C.version()
+
+
+def has_cuda():
+    """True when the C library was built with its CUDA backend."""
+    return bool(_C.has_cuda())
+
+
+__all__ = ["AlignResult", "align", "maximum_path", "check_errors", "c_version", "has_cuda",
+           "__version__", "forward_sum", "posterior", "monotonic_attention",
+           "monotonic_attention_m2m"]

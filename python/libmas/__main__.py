@@ -1,0 +1,67 @@
+"""Command line: ``python -m libmas --version`` and ``python -m libmas bench``."""
+
+import argparse
+import sys
+
+from . import _C, __version__
+
+
+def _version_text():
+    cuda = "with CUDA backend" if _C.has_cuda() else "without CUDA backend"
+    return f"libmas {__version__} (C library {_C.version()}, {cuda})"
+
+
+def _parser():
+    parser = argparse.ArgumentParser(
+        prog="python -m libmas",
+        description="libmas: monotonic alignment search (Glow-TTS MAS) on CPU and CUDA.")
+    parser.add_argument("--version", action="version", version=_version_text())
+    sub = parser.add_subparsers(dest="command")
+    bench = sub.add_parser(
+        "bench", help="time hard MAS against a baseline and print a markdown table",
+        description="Time hard MAS (B items, S = ratio*T frames, standard-normal values) "
+                    "against Glow-TTS's scalar loop (CPU) or Super-MAS (CUDA, when installed) "
+                    "in the same run.")
+    bench.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    bench.add_argument("--batch", type=int, default=32, help="items per batch (default 32)")
+    bench.add_argument("--T", type=int, nargs="+", default=None,
+                       help="token counts (default 128 256 512 1024; CUDA adds 2048)")
+    bench.add_argument("--ratio", type=int, default=4, help="frames per token, S = ratio*T")
+    bench.add_argument("--dtype", default="float32",
+                       choices=("float32", "float64", "float16", "bfloat16"))
+    bench.add_argument("--threads", type=int, default=None,
+                       help="CPU threads for libmas (default: every core)")
+    bench.add_argument("--repeat", type=int, default=None,
+                       help="timed runs per case, median taken (default 5 on CPU, 100 on CUDA)")
+    bench.add_argument("--output", choices=("durations", "path"), default=None,
+                       help="what libmas writes (default: durations on CPU, path on CUDA)")
+    bench.add_argument("--seed", type=int, default=0)
+    bench.add_argument("--plot", metavar="FILE.png", help="also write a plot (matplotlib)")
+    bench.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    return parser
+
+
+def main(argv=None):
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command != "bench":
+        parser.print_help()
+        return 0
+    if args.T is None:
+        args.T = [128, 256, 512, 1024] + ([2048] if args.device == "cuda" else [])
+    if args.repeat is None:
+        args.repeat = 100 if args.device == "cuda" else 5
+    if args.output is None:
+        args.output = "path" if args.device == "cuda" else "durations"
+    if args.batch < 1 or args.ratio < 1 or args.repeat < 1 or min(args.T) < 1:
+        parser.error("--batch, --ratio, --repeat and --T must be >= 1")
+    if args.threads is not None and args.threads < 1:
+        parser.error("--threads must be >= 1")
+    from . import bench as bench_module
+
+    bench_module.run(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

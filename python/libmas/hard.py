@@ -1,0 +1,201 @@
+"""Hard monotonic alignment search (Viterbi, Glow-TTS rules): the public
+functions ``maximum_path`` and ``align`` and the ``AlignResult`` they build on.
+
+Both take NumPy arrays, PyTorch tensors (CPU or CUDA) or any DLPack producer,
+zero-copy, and never modify their inputs. Results come back as the same
+array type on the same device. CUDA calls run on the tensor's own device and
+on the caller's current stream, never synchronise the host, and allocate
+through PyTorch's caching allocator (so they work under CUDA graph capture);
+their value errors are reported lazily, see ``libmas.errors``.
+"""
+
+import operator
+
+from . import _arrays, _C, errors
+
+
+class AlignResult:
+    """Outputs of ``libmas.align``.
+
+    Attributes (same array type and device as the value):
+      durations: [B, T] int32, frames per token (0 beyond x_len; sums to y_len).
+      indices:   [B, S] int32, token of each frame (-1 beyond y_len).
+      score:     [B] float32 (float64 for float64 input), the best path's
+                 total Q(x_len-1, y_len-1).
+
+    For CUDA input the arrays are ready in stream order like any PyTorch
+    result, but an invalid item is only reported later (see ``check``).
+    """
+
+    __slots__ = ("durations", "indices", "score", "_frame", "_tokens", "_bst",
+                 "_value_dtype", "_pending", "_indices_native")
+
+    def __init__(self, frame, durations, indices, score, tokens, bst, value_dtype, pending):
+        self._frame = frame
+        self._tokens = tokens
+        self._bst = bst
+        self._value_dtype = value_dtype
+        self._pending = pending
+        self.durations = frame.restore(durations)
+        self.indices = frame.restore(indices)
+        self.score = frame.restore(score)
+        self._indices_native = indices
+
+    def path(self, dtype=None):
+        """The dense 0/1 path in the value's layout ([B,T,S] or [B,S,T]),
+        dtype = the value's unless given. Built from ``indices`` (frame j is
+        on token indices[j]) with the array library: no second search."""
+        native = self._frame.native_dtype(dtype, self._value_dtype)
+        path = self._frame.path_from_indices(self._indices_native, self._tokens, self._bst, native)
+        return self._frame.restore(path)
+
+    def check(self):
+        """Raises ValueError if the call recorded an error for an item. For
+        CUDA input this waits for the kernels of this and every earlier
+        pending libmas call (a host synchronisation, like
+        ``libmas.check_errors()``) and raises for the first error among
+        them; for CPU input errors were already raised, so it returns at
+        once."""
+        if self._pending is not None:
+            errors.wait_all(late=False)
+
+    def __repr__(self):
+        return (f"AlignResult(durations={self.durations!r}, indices={self.indices!r}, "
+                f"score={self.score!r})")
+
+
+def _threads_arg(threads, fname):
+    if threads is None:
+        return 0
+    try:
+        count = operator.index(threads)
+    except TypeError:
+        count = 0
+    if isinstance(threads, bool) or count < 1:
+        raise ValueError(f"{fname}: threads must be None or an integer >= 1, got {threads!r}")
+    return min(count, 1 << 30)
+
+
+def _shape_checked(value, bst, fname):
+    shape = tuple(value.shape)
+    if len(shape) != 3:
+        axes = "[B, S, T]" if bst else "[B, T, S]"
+        raise ValueError(f"{fname}: value must have 3 dimensions {axes}, got shape {list(shape)}")
+    batch, tokens, frames = (shape[0], shape[2], shape[1]) if bst else shape
+    return batch, tokens, frames
+
+
+def _run(fname, frame, value, code, x_len, y_len, bst, outs, threads):
+    """Calls the C library with outputs allocated by the caller; outs is
+    (path, durations, indices, score), None for unwanted ones. Returns the
+    PendingCheck of a CUDA call (or None)."""
+    batch, tokens, frames = _shape_checked(value, bst, fname)
+    path, durations, indices, score = outs
+    h = frame.handle
+    if not frame.is_cuda:
+        nbytes = _C.hard_cpu_workspace_size(batch, tokens, frames, code, threads)
+        work = frame.empty((max(nbytes, 1),), _uint8(frame))
+        status, item = _C.hard_cpu(h(value), bst, h(x_len), h(y_len), h(path), h(durations),
+                                   h(indices), h(score), h(work), threads)
+        errors.raise_status(fname, status, item)
+        return None
+    return _run_cuda(fname, frame, value, code, x_len, y_len, bst, outs, (batch, tokens, frames))
+
+
+def _run_cuda(fname, frame, value, code, x_len, y_len, bst, outs, sizes):
+    torch = frame.torch
+    device = frame.device
+    if torch.cuda.current_device() != frame.device_index:
+        with torch.cuda.device(device):
+            return _run_cuda(fname, frame, value, code, x_len, y_len, bst, outs, sizes)
+    path, durations, indices, score = outs
+    h = frame.handle
+    stream, raw_stream = frame.current_stream()
+    nbytes = _C.hard_cuda_workspace_size(sizes[0], sizes[1], sizes[2], code)
+    work = torch.empty((max(nbytes, 1),), dtype=torch.uint8, device=device)
+    word, ticket = errors.error_word(torch, device, stream)
+    try:
+        status, item = _C.hard_cuda(h(value), bst, h(x_len), h(y_len), h(path), h(durations),
+                                    h(indices), h(score), h(work), raw_stream, h(word))
+    except BaseException:
+        errors.give_back(ticket)
+        raise
+    if status != _C.OK:
+        errors.give_back(ticket)
+        errors.raise_status(fname, status, item)
+    return errors.track(fname, ticket, stream)
+
+
+def _uint8(frame):
+    return frame.native_dtype("uint8", None)
+
+
+def maximum_path(value, mask, *, layout="bts", dtype=None):
+    """Drop-in for Glow-TTS ``monotonic_align.maximum_path(value, mask)``.
+
+    value: [B, T, S] scores (layout "bts": tokens, then frames) or [B, S, T]
+      (layout "bst", as VITS and ESPnet pass them); float32, float64, float16
+      or bfloat16; any strides; NumPy, PyTorch (CPU/CUDA) or DLPack.
+    mask: same shape; the lengths are read from it as Glow-TTS does
+      (bts: x_len = mask.sum(1)[:, 0], y_len = mask.sum(2)[:, 0]; bst swaps
+      the two axes), on the value's device without a host synchronisation.
+    dtype: output dtype (default: value's), e.g. torch.bool or np.int32.
+
+    Returns the dense 0/1 path, same type, device and layout as value. Raises
+    ValueError for bad shapes or an invalid item (naming the item and the
+    rule), TypeError for a bad dtype. For CUDA tensors value errors are
+    reported lazily (next libmas call, ``libmas.check_errors()``, or at once
+    with LIBMAS_SYNC_CHECKS=1).
+    """
+    fname = "libmas.maximum_path"
+    errors.poll()
+    bst = _arrays.check_layout(layout, fname)
+    frame, v = _arrays.frame_for(value, fname)
+    code = _arrays.value_code(frame, v, fname)
+    batch, _, _ = _shape_checked(v, bst, fname)
+    if tuple(mask.shape) != tuple(v.shape):
+        raise ValueError(f"{fname}: mask shape {list(mask.shape)} differs from value shape "
+                         f"{list(v.shape)}")
+    x_len, y_len = frame.lengths_from_mask(mask, bst)
+    path = frame.empty(tuple(v.shape), frame.native_dtype(dtype, v.dtype))
+    if batch > 0:
+        _run(fname, frame, v, code, x_len, y_len, bst, (path, None, None, None), 0)
+    return frame.restore(path)
+
+
+def align(value, x_lengths, y_lengths, *, layout="bts", threads=None):
+    """Hard monotonic alignment of each item's x_len tokens to its y_len frames.
+
+    value: [B, T, S] (layout "bts") or [B, S, T] (layout "bst") scores;
+      float32, float64, float16 or bfloat16 (the last two computed in float32);
+      any strides; NumPy, PyTorch (CPU/CUDA) or DLPack; never modified.
+    x_lengths, y_lengths: [B] integers (lists, NumPy or PyTorch), with
+      1 <= x_len <= y_len, x_len <= T, y_len <= S.
+    threads: CPU threads; None uses every core, 1 runs on the calling thread.
+      The GIL is released while the CPU computes. Ignored on CUDA.
+
+    Returns an ``AlignResult`` (durations, indices, score, path(dtype)).
+    Raises ValueError naming the item and the rule for invalid lengths, NaN
+    or +inf values inside the lengths, or no finite path; TypeError for a bad
+    dtype. For CUDA tensors value errors are reported lazily: at the next
+    libmas call, by ``result.check()`` or ``libmas.check_errors()``, or at
+    once with LIBMAS_SYNC_CHECKS=1.
+    """
+    fname = "libmas.align"
+    errors.poll()
+    bst = _arrays.check_layout(layout, fname)
+    threads = _threads_arg(threads, fname)
+    frame, v = _arrays.frame_for(value, fname)
+    code = _arrays.value_code(frame, v, fname)
+    batch, tokens, frames = _shape_checked(v, bst, fname)
+    x_len = frame.lengths(x_lengths, batch, f"{fname}: x_lengths")
+    y_len = frame.lengths(y_lengths, batch, f"{fname}: y_lengths")
+    i32 = frame.native_dtype("int32", None)
+    durations = frame.empty((batch, tokens), i32)
+    indices = frame.empty((batch, frames), i32)
+    score = frame.empty((batch,), frame.score_dtype(v))
+    pending = None
+    if batch > 0:
+        pending = _run(fname, frame, v, code, x_len, y_len, bst,
+                       (None, durations, indices, score), threads)
+    return AlignResult(frame, durations, indices, score, tokens, bst, v.dtype, pending)
