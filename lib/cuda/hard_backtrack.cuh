@@ -118,14 +118,16 @@ __global__ void __launch_bounds__(128) hard_backtrack(BacktrackArgs a) {
         const int64_t diag = frame - tb; /* bit of the token equal to the frame */
         if (diag >= 0 && diag < 32) word |= 1u << diag;
         if (tb <= 0 && tb > -32) word &= ~(1u << (-tb));
+        if (frame < 0) word = 0; /* past frame 0: the walk idles */
 
         uint32_t m = 1u << 31, mine = 0;
         const int steps = j + 1 < 32 ? (int)(j + 1) : 32;
+        /* All 32 steps, no exit: the shuffles do not depend on the walk, so
+         * they issue ahead of it. */
 #pragma unroll
         for (int k = 0; k < 32; ++k) {
             uint32_t wk = __shfl_sync(kFullMask, word, k);
-            if (k >= steps) break;
-            if (lane == k) mine = m;
+            mine = lane == k ? m : mine;
             uint32_t moved = m & wk;
             m = (m & ~wk) | (moved >> 1);
         }

@@ -19,8 +19,9 @@ constexpr unsigned kFullMask = 0xffffffffu;
 constexpr int kChunk = 32;
 /* Tile buffers per warp: loads run this many chunks minus one ahead. */
 constexpr int kStages = 3;
-/* Chunks in the shared-memory ring between two warps of one block. */
-constexpr int kSmemRingChunks = 4;
+/* Chunks in the shared-memory ring between two warps of one block: the
+ * producer writes chunk c+1 while the consumer reads chunks c and c-1. */
+constexpr int kSmemRingChunks = 3;
 /* Frames in the global ring between the last warp of one block and the first
  * warp of the next block of the same item. */
 constexpr int kGlobalRingFrames = 256;
@@ -58,7 +59,7 @@ __device__ __forceinline__ int length_status(int64_t x, int64_t y, int64_t T, in
 
 /* 16-byte global-to-shared copy that completes asynchronously on sm_80 and
  * later; a plain copy on older targets (the PTX fallback). */
-__device__ __forceinline__ void copy16_async(void *smem_dst, const void *gsrc) {
+__host__ __device__ __forceinline__ void copy16_async(void *smem_dst, const void *gsrc) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     unsigned s = (unsigned)__cvta_generic_to_shared(smem_dst);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gsrc) : "memory");

@@ -5,18 +5,20 @@
  * Work split. A warp owns 32*K consecutive tokens of one item (K adjacent
  * tokens per lane) and walks the frames in chunks of kChunk. Per frame the
  * only cross-lane dependency is the score of the token just below a lane's
- * first token, one shuffle away; the token below the warp's first comes from
- * the warp below through a ring (shared memory inside a block, global memory
- * between the blocks of one item). So the warps of an item form a pipeline
- * over tokens, each one or two chunks behind the one below.
+ * first token, one shuffle away. The token below the warp's first comes from
+ * the warp below: inside a block the warps run in lockstep, warp w one chunk
+ * behind warp w-1, handing the boundary over through a shared-memory ring
+ * ordered by the block barrier of each step; between the blocks of one item
+ * it goes through a global ring with flags, fetched one chunk ahead so that
+ * its L2 round trip stays off the critical path.
  *
  * Loads of the value tile of chunk c+kStages-1 are in flight (cp.async) while
  * chunk c is computed: the loads never depend on the recurrence.
  *
  * Blocks take their (item, slab) from a ticket counter, so a block only ever
  * waits for blocks that have already started; the host launches no more
- * blocks at once than can be resident, so the backpressure of the rings can
- * never wait on a block that has not started either. */
+ * blocks at once than can be resident, so the backpressure of the global
+ * rings never waits on a block that has not started either. */
 #ifndef MAS_CUDA_HARD_FORWARD_CUH
 #define MAS_CUDA_HARD_FORWARD_CUH
 
@@ -65,46 +67,90 @@ template <typename TV, int K, int MODE> struct TileGeom {
  * piece index with the lane so that 8 consecutive lanes hit 8 different
  * 16-byte bank groups. */
 template <typename G>
-__device__ __forceinline__ int swizzle(int row, int k_per_lane) {
+__host__ __device__ __forceinline__ int swizzle(int row, int k_per_lane) {
     int l = row / k_per_lane;
     return G::PIECES >= 8 ? (l & 7) : ((l >> 1) & (G::PIECES - 1));
 }
 
 template <typename TV, int K, int MODE>
-__device__ __forceinline__ int token_row_offset(int r, int f) {
+__host__ __device__ __forceinline__ int token_row_offset(int r, int f) {
     using G = TileGeom<TV, K, MODE>;
     return r * G::ROW_BYTES + (((f / G::EPC) ^ swizzle<G>(r, K)) << 4) + (f % G::EPC) * G::ES;
 }
 
+/* True when chunk [j0, j0+kChunk) is whole (inside y_len) and every cell of
+ * it for tokens [base, base+ROWS) lies in the band. */
+__host__ __device__ __forceinline__ bool chunk_inside_band(int64_t base, int rows, int64_t j0,
+                                                           int64_t X, int64_t Y) {
+    return j0 + kChunk <= Y && base + rows - 1 <= j0 && base >= j0 + kChunk - 1 - (Y - X);
+}
+
+/* Copies the cells of chunk [j0, j0+kChunk) x tokens [base, base+ROWS) that
+ * lie in the band (tokens [j - width, j] at frame j, width = Y - X) into the
+ * tile. Nothing outside the band is read; those tile cells keep stale data
+ * and the sweep masks them. inside (chunk_inside_band): every piece of a
+ * token < x_len is whole and in the band, so no per-piece band arithmetic. */
 template <typename TV, int K, int MODE>
-__device__ __forceinline__ void load_tile(unsigned char *tile, const ForwardArgs &a,
-                                          const TV *item, int64_t base, int64_t j0,
-                                          int64_t X, int64_t Y, int lane) {
+__host__ __device__ __forceinline__ void load_tile(unsigned char *tile, const ForwardArgs &a,
+                                                   const TV *item, int64_t base, int64_t j0,
+                                                   int64_t X, int64_t Y, int lane, bool inside) {
     using G = TileGeom<TV, K, MODE>;
+    const int64_t width = Y - X;
     if constexpr (MODE == LOAD_BTS) {
+        if (inside) {
+            const int rows = X - base < G::ROWS ? (int)(X - base) : G::ROWS;
+            const TV *first = item + base * a.s1 + j0;
+            for (int idx = lane; idx < rows * G::PIECES; idx += 32) {
+                int r = idx / G::PIECES, c = idx % G::PIECES;
+                copy16_async(tile + r * G::ROW_BYTES + ((c ^ swizzle<G>(r, K)) << 4),
+                             first + r * a.s1 + c * G::EPC);
+            }
+            return;
+        }
         for (int idx = lane; idx < G::ROWS * G::PIECES; idx += 32) {
             int r = idx / G::PIECES, c = idx % G::PIECES;
             int64_t tok = base + r, f0 = j0 + (int64_t)c * G::EPC;
-            if (tok >= X || f0 >= Y) continue;
+            /* frames of this token inside the band and the lengths */
+            int64_t lo = tok, hi = tok + width < Y - 1 ? tok + width : Y - 1;
+            if (tok >= X || f0 > hi || f0 + G::EPC - 1 < lo) continue;
             const TV *src = item + tok * a.s1 + f0;
             unsigned char *dst = tile + r * G::ROW_BYTES + ((c ^ swizzle<G>(r, K)) << 4);
-            if (f0 + G::EPC <= Y) {
+            if (f0 >= lo && f0 + G::EPC - 1 <= hi) {
                 copy16_async(dst, src);
             } else {
-                for (int e = 0; e < G::EPC && f0 + e < Y; ++e) ((TV *)dst)[e] = src[e];
+                for (int e = 0; e < G::EPC; ++e)
+                    if (f0 + e >= lo && f0 + e <= hi) ((TV *)dst)[e] = src[e];
             }
         }
     } else if constexpr (MODE == LOAD_BST) {
+        if (inside) {
+            for (int idx = lane; idx < kChunk * G::PIECES; idx += 32) {
+                int f = idx / G::PIECES, c = idx % G::PIECES;
+                int64_t t0 = base + (int64_t)c * G::EPC;
+                if (t0 >= X) continue;
+                const TV *src = item + (j0 + f) * a.s2 + t0;
+                unsigned char *dst = tile + f * G::ROW_BYTES + (c << 4);
+                if (t0 + G::EPC <= X) {
+                    copy16_async(dst, src);
+                } else {
+                    for (int e = 0; e < G::EPC && t0 + e < X; ++e) ((TV *)dst)[e] = src[e];
+                }
+            }
+            return;
+        }
         for (int idx = lane; idx < kChunk * G::PIECES; idx += 32) {
             int f = idx / G::PIECES, c = idx % G::PIECES;
             int64_t fr = j0 + f, t0 = base + (int64_t)c * G::EPC;
-            if (fr >= Y || t0 >= X) continue;
+            /* tokens of this frame inside the band and the lengths */
+            int64_t lo = fr - width, hi = fr < X - 1 ? fr : X - 1;
+            if (fr >= Y || t0 > hi || t0 + G::EPC - 1 < lo) continue;
             const TV *src = item + fr * a.s2 + t0;
             unsigned char *dst = tile + f * G::ROW_BYTES + (c << 4);
-            if (t0 + G::EPC <= X) {
+            if (t0 >= lo && t0 + G::EPC - 1 <= hi) {
                 copy16_async(dst, src);
             } else {
-                for (int e = 0; e < G::EPC && t0 + e < X; ++e) ((TV *)dst)[e] = src[e];
+                for (int e = 0; e < G::EPC; ++e)
+                    if (t0 + e >= lo && t0 + e <= hi) ((TV *)dst)[e] = src[e];
             }
         }
     } else {
@@ -118,7 +164,7 @@ __device__ __forceinline__ void load_tile(unsigned char *tile, const ForwardArgs
                 f = idx / G::ROWS;
             }
             int64_t tok = base + r, fr = j0 + f;
-            if (tok < X && fr < Y)
+            if (tok < X && fr < Y && tok <= fr && tok >= fr - width)
                 *(TV *)(tile + token_row_offset<TV, K, MODE>(r, f)) = item[tok * a.s1 + fr * a.s2];
         }
     }
@@ -187,6 +233,80 @@ __device__ __forceinline__ void load_frame_row(const unsigned char *row, int lan
     }
 }
 
+/* Running maximum that keeps NaN (and +inf, the largest value): checking the
+ * cells for NaN/+inf costs one instruction a cell. */
+__device__ __forceinline__ float guard_max(float g, float v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    float r;
+    asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(g), "f"(v));
+    return r;
+#else
+    return (g >= v || g != g) ? g : v;
+#endif
+}
+__device__ __forceinline__ double guard_max(double g, double v) { return (g >= v || g != g) ? g : v; }
+
+/* The recurrence over the frames of one chunk, K tokens a lane. FULL: all
+ * kChunk frames, with no per-frame branch, so the whole chunk is one block
+ * of straight-line code the scheduler can overlap across frames. MASKED: the
+ * chunk crosses an edge of the band; lead = (lane's first token) - (chunk's
+ * first frame), clamped. Cells below the band (token > frame) count as -inf
+ * and cells outside it are not checked for NaN/+inf (they were not loaded). */
+template <typename TV, int K, int MODE, bool FULL, bool MASKED>
+__device__ __forceinline__ void sweep_chunk(const unsigned char *tile, int lane, int nf,
+                                            int lead, int width,
+                                            typename AccOf<TV>::type boundary,
+                                            typename AccOf<TV>::type (&q)[K],
+                                            typename AccOf<TV>::type (&guard)[K],
+                                            uint32_t (&ballots)[K], typename AccOf<TV>::type &top) {
+    using TA = typename AccOf<TV>::type;
+    using G = TileGeom<TV, K, MODE>;
+    int4 raw[K];
+#pragma unroll
+    for (int f = 0; f < kChunk; ++f) {
+        if (!FULL && f >= nf) break;
+        TA v[K];
+        if constexpr (G::TOKEN_ROWS) {
+            if (f % G::EPC == 0) {
+#pragma unroll
+                for (int k = 0; k < K; ++k) {
+                    int r = K * lane + k;
+                    raw[k] = *(const int4 *)(tile + r * G::ROW_BYTES +
+                                             (((f / G::EPC) ^ swizzle<G>(r, K)) << 4));
+                }
+            }
+#pragma unroll
+            for (int k = 0; k < K; ++k) v[k] = widen(((const TV *)&raw[k])[f % G::EPC]);
+        } else {
+            load_frame_row<TV, K>(tile + f * G::ROW_BYTES, lane, v);
+        }
+        const bool mine = lane == f;
+        TA below = __shfl_up_sync(kFullMask, q[K - 1], 1);
+        TA edge = __shfl_sync(kFullMask, boundary, f);
+        below = lane == 0 ? edge : below;
+#pragma unroll
+        for (int k = K - 1; k >= 0; --k) {
+            TA move = k == 0 ? below : q[k - 1];
+            TA stay = q[k];
+            bool advance = stay < move; /* the CPU's max(move, stay) */
+            TA cell = v[k];
+            if constexpr (MASKED) {
+                const int d = lead + k - f; /* token - frame */
+                const bool below = d > 0, in_band = !below && d >= -width;
+                cell = below ? neg_inf<TA>() : cell;
+                guard[k] = in_band ? guard_max(guard[k], cell) : guard[k];
+            } else {
+                guard[k] = guard_max(guard[k], cell);
+            }
+            q[k] = (advance ? move : stay) + cell;
+            uint32_t word = __ballot_sync(kFullMask, advance);
+            ballots[k] = mine ? word : ballots[k];
+        }
+        TA t = __shfl_sync(kFullMask, q[K - 1], 31);
+        top = mine ? t : top;
+    }
+}
+
 template <typename TV, int K, int MODE>
 __global__ void __launch_bounds__(512) hard_forward(ForwardArgs a) {
     using TA = typename AccOf<TV>::type;
@@ -198,67 +318,52 @@ __global__ void __launch_bounds__(512) hard_forward(ForwardArgs a) {
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, W = a.warps;
     unsigned char *tiles = smem + (size_t)w * kStages * G::BYTES;
     TA *rings = (TA *)(smem + (size_t)W * kStages * G::BYTES);
-    volatile int *s_prod = (volatile int *)(rings + W * kRing);
-    volatile int *s_cons = s_prod + W;
     if (threadIdx.x == 0) s_ticket = atomicAdd(a.ticket, 1u) - a.ticket0;
-    if (threadIdx.x < W) {
-        s_prod[threadIdx.x] = 0;
-        s_cons[threadIdx.x] = 0;
-    }
     __syncthreads();
     const unsigned ticket = s_ticket;
     const int64_t b = a.item0 + ticket / (unsigned)a.slabs;
     const int slab = (int)(ticket % (unsigned)a.slabs);
     const int64_t X = a.x_len[b], Y = a.y_len[b];
-    if (length_status(X, Y, a.T, a.S) != MAS_OK) return;
+    if (length_status(X, Y, a.T, a.S) != MAS_OK) return; /* the whole block */
     const int64_t base = ((int64_t)slab * W + w) * G::ROWS;
-    if (base >= X) return;
+    const bool active = base < X; /* idle warps still keep the barriers */
     const TV *item = (const TV *)a.value + b * a.s0;
 
-    /* Where the score of token base-1 comes from, and where token
-     * base+ROWS-1's goes. */
-    volatile TA *in_data = nullptr, *out_data = nullptr;
+    /* Where the score of token base-1 comes from and where that of token
+     * base+ROWS-1 goes: the neighbour warp's shared ring (ordered by the
+     * block barrier of each step), or a global ring with flags between the
+     * blocks of one item. */
+    const TA *in_smem = w > 0 ? rings + (w - 1) * kRing : nullptr;
+    TA *out_smem = w + 1 < W && base + G::ROWS < X ? rings + w * kRing : nullptr;
+    volatile TA *in_global = nullptr, *out_global = nullptr;
     volatile int *in_prod = nullptr, *in_cons = nullptr, *out_prod = nullptr, *out_cons = nullptr;
-    int in_frames = kRing, out_frames = kRing;
-    bool in_global = false, out_global = false;
-    if (w > 0) {
-        in_data = rings + (w - 1) * kRing;
-        in_prod = s_prod + (w - 1);
-        in_cons = s_cons + (w - 1);
-    } else if (slab > 0) {
+    if (w == 0 && slab > 0) {
         size_t line = (size_t)b * a.max_slabs + (slab - 1);
-        in_data = (TA *)a.ring + line * kGlobalRingFrames;
+        in_global = (TA *)a.ring + line * kGlobalRingFrames;
         in_prod = a.flags + line * 2 * kFlagStride;
         in_cons = in_prod + kFlagStride;
-        in_frames = kGlobalRingFrames;
-        in_global = true;
     }
-    if (base + G::ROWS < X) {
-        if (w + 1 < W) {
-            out_data = rings + w * kRing;
-            out_prod = s_prod + w;
-            out_cons = s_cons + w;
-        } else {
-            size_t line = (size_t)b * a.max_slabs + slab;
-            out_data = (TA *)a.ring + line * kGlobalRingFrames;
-            out_prod = a.flags + line * 2 * kFlagStride;
-            out_cons = out_prod + kFlagStride;
-            out_frames = kGlobalRingFrames;
-            out_global = true;
-        }
+    if (w + 1 == W && base + G::ROWS < X) {
+        size_t line = (size_t)b * a.max_slabs + slab;
+        out_global = (TA *)a.ring + line * kGlobalRingFrames;
+        out_prod = a.flags + line * 2 * kFlagStride;
+        out_cons = out_prod + kFlagStride;
     }
     const bool virtual_start = base == 0; /* lane 0 holds token 0 */
-    const int out_ring_chunks = out_frames / kChunk;
-
+    const int64_t width = Y - X;          /* the band: token in [frame - width, frame] */
+    constexpr int out_ring_chunks = kGlobalRingFrames / kChunk;
     const int64_t nch = (Y + kChunk - 1) / kChunk;
     int seen_prod = 0, seen_cons = 0;
 
-    /* Boundary value for frame j0+lane: score of token base-1 at frame
-     * j0+lane-1 (the virtual start 0 before token 0's first frame). */
-    auto fetch_boundary = [&](int64_t c) -> TA {
+    /* Boundary value for frame j0+lane of chunk c: the score of token base-1
+     * at frame j0+lane-1 (the virtual start, 0, before token 0's first
+     * frame). */
+    auto boundary_of = [&](int64_t c) -> TA {
         const int64_t j0 = c * kChunk;
         const int64_t jj = j0 + lane - 1;
-        if (!in_data) return (virtual_start && jj == -1) ? (TA)0 : neg_inf<TA>();
+        const bool real = jj >= 0 && j0 + lane < Y;
+        if (in_smem) return real ? in_smem[jj % kRing] : neg_inf<TA>();
+        if (!in_global) return (virtual_start && jj == -1) ? (TA)0 : neg_inf<TA>();
         if (seen_prod < (int)c + 1) {
             int seen = 0;
             if (lane == 0) {
@@ -267,137 +372,120 @@ __global__ void __launch_bounds__(512) hard_forward(ForwardArgs a) {
                 } while (seen < (int)c + 1);
             }
             seen_prod = __shfl_sync(kFullMask, seen, 0);
-            if (in_global) __threadfence();
-            else __threadfence_block();
+            __threadfence();
         }
-        return (jj >= 0 && j0 + lane < Y) ? in_data[jj % in_frames] : neg_inf<TA>();
+        return real ? in_global[jj % kGlobalRingFrames] : neg_inf<TA>();
     };
 
+    if (active) {
 #pragma unroll 1
-    for (int s = 0; s < kStages - 1; ++s) {
-        if (s < nch)
-            load_tile<TV, K, MODE>(tiles + s * G::BYTES, a, item, base, (int64_t)s * kChunk, X, Y, lane);
-        async_commit();
+        for (int s = 0; s < kStages - 1; ++s) {
+            if (s < nch)
+                load_tile<TV, K, MODE>(tiles + s * G::BYTES, a, item, base, (int64_t)s * kChunk, X, Y, lane,
+                                       chunk_inside_band(base, G::ROWS, (int64_t)s * kChunk, X, Y));
+            async_commit();
+        }
     }
 
     TA q[K];
 #pragma unroll
     for (int k = 0; k < K; ++k) q[k] = neg_inf<TA>();
-    bool bad[K];
+    TA guard[K]; /* NaN-keeping running max of the cells: NaN or +inf flags */
 #pragma unroll
-    for (int k = 0; k < K; ++k) bad[k] = false;
+    for (int k = 0; k < K; ++k) guard[k] = neg_inf<TA>();
     const int64_t first_group = base / 32;
     const int64_t live_groups = (X + 31) / 32;
     uint32_t *item_bits = a.bits + (size_t)b * a.groups * a.S;
-
+    /* Global boundaries are fetched a chunk ahead: an L2 round trip. */
     TA next_boundary = neg_inf<TA>();
-    if (in_global) next_boundary = fetch_boundary(0);
+    if (active && in_global) next_boundary = boundary_of(0);
 
+    /* Step st: warp w sweeps chunk st-w, so warp w-1 wrote the ring values
+     * warp w reads one barrier earlier. */
 #pragma unroll 1
-    for (int64_t c = 0; c < nch; ++c) {
-        const int64_t j0 = c * kChunk;
-        const int nf = (int)(Y - j0 < kChunk ? Y - j0 : kChunk);
-        if (c + kStages - 1 < nch)
-            load_tile<TV, K, MODE>(tiles + ((c + kStages - 1) % kStages) * G::BYTES, a, item, base,
-                                   j0 + (kStages - 1) * kChunk, X, Y, lane);
-        async_commit();
-
-        /* Global boundaries are fetched one chunk ahead: their latency is an
-         * L2 round trip. Shared ones are read just before use. */
-        TA boundary;
-        if (in_global) {
-            boundary = next_boundary;
-            if (c + 1 < nch) next_boundary = fetch_boundary(c + 1);
-        } else {
-            boundary = fetch_boundary(c);
-        }
-
-        async_wait<kStages - 1>();
-        __syncwarp();
-        const unsigned char *tile = tiles + (c % kStages) * G::BYTES;
-
-        uint32_t ballots[K];
-#pragma unroll
-        for (int k = 0; k < K; ++k) ballots[k] = 0;
-        TA top = neg_inf<TA>();
-        int4 raw[K];
-#pragma unroll
-        for (int f = 0; f < kChunk; ++f) {
-            if (f >= nf) break;
-            TA v[K];
-            if constexpr (G::TOKEN_ROWS) {
-                if (f % G::EPC == 0) {
-#pragma unroll
-                    for (int k = 0; k < K; ++k) {
-                        int r = K * lane + k;
-                        raw[k] = *(const int4 *)(tile + r * G::ROW_BYTES +
-                                                 (((f / G::EPC) ^ swizzle<G>(r, K)) << 4));
-                    }
-                }
-#pragma unroll
-                for (int k = 0; k < K; ++k) v[k] = widen(((const TV *)&raw[k])[f % G::EPC]);
+    for (int64_t st = 0; st < nch + W - 1; ++st) {
+        const int64_t c = st - w;
+        if (active && c >= 0 && c < nch) {
+            const int64_t j0 = c * kChunk;
+            const int nf = (int)(Y - j0 < kChunk ? Y - j0 : kChunk);
+            if (c + kStages - 1 < nch)
+                load_tile<TV, K, MODE>(tiles + ((c + kStages - 1) % kStages) * G::BYTES, a, item, base,
+                                       j0 + (kStages - 1) * kChunk, X, Y, lane,
+                                       chunk_inside_band(base, G::ROWS, j0 + (kStages - 1) * kChunk, X, Y));
+            async_commit();
+            TA boundary;
+            if (in_global) {
+                boundary = next_boundary;
+                if (c + 1 < nch) next_boundary = boundary_of(c + 1);
             } else {
-                load_frame_row<TV, K>(tile + f * G::ROW_BYTES, lane, v);
+                boundary = boundary_of(c);
             }
-            TA below = __shfl_up_sync(kFullMask, q[K - 1], 1);
-            TA edge = __shfl_sync(kFullMask, boundary, f);
-            if (lane == 0) below = edge;
-#pragma unroll
-            for (int k = K - 1; k >= 0; --k) {
-                TA move = k == 0 ? below : q[k - 1];
-                TA stay = q[k];
-                bool advance = stay < move; /* the CPU's max(move, stay) */
-                q[k] = (advance ? move : stay) + v[k];
-                uint32_t word = __ballot_sync(kFullMask, advance);
-                if (lane == f) ballots[k] = word;
-                bad[k] |= !(v[k] < pos_inf<TA>());
-            }
-            if (out_data) {
-                TA t = __shfl_sync(kFullMask, q[K - 1], 31);
-                if (lane == f) top = t;
-            }
-        }
+            async_wait<kStages - 1>();
+            __syncwarp();
+            const unsigned char *tile = tiles + (c % kStages) * G::BYTES;
 
-        if (lane < nf) {
+            uint32_t ballots[K];
 #pragma unroll
-            for (int m = 0; m < K; ++m) {
-                int64_t g = first_group + m;
-                if (g < live_groups) item_bits[g * a.S + j0 + lane] = token_order_word<K>(ballots, m);
-            }
-        }
-        if (in_data) {
-            /* Chunks before c are no longer read (c's last frame is read by
-             * the boundary of chunk c+1). */
-            __syncwarp();
-            if (lane == 0) *in_cons = (int)c;
-        }
-        if (out_data) {
-            const int need = (int)c + 1 - out_ring_chunks;
-            if (seen_cons < need) {
-                int seen = 0;
-                if (lane == 0) {
-                    do {
-                        seen = *out_cons;
-                    } while (seen < need);
+            for (int k = 0; k < K; ++k) ballots[k] = 0;
+            TA top = neg_inf<TA>();
+            /* Does the chunk cross an edge of the band (token == frame, or
+             * token == frame - width)? */
+            const bool inside = base + G::ROWS - 1 <= j0 && base >= j0 + kChunk - 1 - width;
+            /* (with nf == kChunk this is chunk_inside_band) */
+            const int64_t lead64 = base + K * lane - j0;
+            const int lead = (int)(lead64 > (1 << 30) ? (1 << 30) : (lead64 < -(1 << 30) ? -(1 << 30) : lead64));
+            const int wid = (int)(width > (1 << 30) ? (1 << 30) : width);
+            if (nf == kChunk && inside)
+                sweep_chunk<TV, K, MODE, true, false>(tile, lane, kChunk, lead, wid, boundary, q, guard,
+                                                      ballots, top);
+            else if (nf == kChunk)
+                sweep_chunk<TV, K, MODE, true, true>(tile, lane, kChunk, lead, wid, boundary, q, guard,
+                                                     ballots, top);
+            else
+                sweep_chunk<TV, K, MODE, false, true>(tile, lane, nf, lead, wid, boundary, q, guard,
+                                                      ballots, top);
+
+            if (lane < nf) {
+#pragma unroll
+                for (int m = 0; m < K; ++m) {
+                    int64_t g = first_group + m;
+                    if (g < live_groups) item_bits[g * a.S + j0 + lane] = token_order_word<K>(ballots, m);
                 }
-                seen_cons = __shfl_sync(kFullMask, seen, 0);
-                if (out_global) __threadfence();
-                else __threadfence_block();
             }
-            if (lane < nf) out_data[(j0 + lane) % out_frames] = top;
-            if (out_global) __threadfence();
-            else __threadfence_block();
-            __syncwarp();
-            if (lane == 0) *out_prod = (int)c + 1;
+            if (in_global) {
+                /* Chunks before c are no longer read (c's last frame is
+                 * read by the boundary of chunk c+1). */
+                __syncwarp();
+                if (lane == 0) *in_cons = (int)c;
+            }
+            if (out_smem && lane < nf) out_smem[(j0 + lane) % kRing] = top;
+            if (out_global) {
+                const int need = (int)c + 1 - out_ring_chunks;
+                if (seen_cons < need) {
+                    int seen = 0;
+                    if (lane == 0) {
+                        do {
+                            seen = *out_cons;
+                        } while (seen < need);
+                    }
+                    seen_cons = __shfl_sync(kFullMask, seen, 0);
+                    __threadfence();
+                }
+                if (lane < nf) out_global[(j0 + lane) % kGlobalRingFrames] = top;
+                __threadfence();
+                __syncwarp();
+                if (lane == 0) *out_prod = (int)c + 1;
+            }
         }
-        __syncwarp();
+        __syncthreads();
     }
+    if (!active) return;
 
     bool any_bad = false;
 #pragma unroll
     for (int k = 0; k < K; ++k) {
         int64_t tok = base + K * lane + k;
-        if (tok < X) any_bad |= bad[k];
+        if (tok < X) any_bad |= !(guard[k] < pos_inf<TA>()); /* band cells only */
         if (tok == X - 1) a.final_score[b] = (double)q[k];
     }
     if (__any_sync(kFullMask, any_bad) && lane == 0) atomicOr(&a.item_flag[b], 1);

@@ -93,36 +93,38 @@ mas_status launch_forward(ForwardArgs args, int64_t B, const Device &dev, cudaSt
     auto kernel = hard_forward<TV, K, MODE>;
     const int64_t rows = G::ROWS;
     const int64_t T = args.T;
-    const size_t per_warp = (size_t)kStages * G::BYTES + (size_t)kSmemRingChunks * kChunk * sizeof(TA) +
-                            2 * sizeof(int);
+    /* shared memory: the warp's tile stages and its outgoing ring */
+    const size_t per_warp = (size_t)kStages * G::BYTES + (size_t)kSmemRingChunks * kChunk * sizeof(TA);
     const int64_t warps_per_item = (T + rows - 1) / rows;
     int64_t max_w = ((int64_t)dev.smem_optin - 1024) / (int64_t)per_warp;
     if (max_w > 16) max_w = 16;
     if (max_w < 1) return MAS_ERR_CUDA;
     /* At least kMinSlabTokens per block (the workspace holds that many
-     * rings), else as many warps per block as spread the items' warps over
-     * the multiprocessors about evenly. */
+     * rings); otherwise the fewest warps per block that spread the items'
+     * warps over every multiprocessor, grown until all blocks of the launch
+     * can be resident at once (the blocks of an item wait on each other). */
     int64_t min_w = (kMinSlabTokens + rows - 1) / rows;
     if (min_w > warps_per_item) min_w = warps_per_item;
-    int64_t w = B * warps_per_item / dev.sms;
+    int64_t w = (B * warps_per_item + dev.sms - 1) / dev.sms;
+    if (w < min_w) w = min_w;
     if (w > warps_per_item) w = warps_per_item;
     if (w > max_w) w = max_w;
-    if (w < min_w) w = min_w;
-    if (w > max_w) return MAS_ERR_BAD_ARGUMENT;
     ForwardPlan plan;
-    plan.warps = (int)w;
-    plan.slabs = (int)((warps_per_item + w - 1) / w);
-    plan.smem = (size_t)w * per_warp;
-    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)plan.smem) !=
-        cudaSuccess)
-        return MAS_ERR_CUDA;
     int per_sm = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 32 * plan.warps, plan.smem) !=
-            cudaSuccess ||
-        per_sm < 1)
-        return MAS_ERR_CUDA;
-    /* Blocks of one item wait on each other: launch no more items at once
-     * than have all their blocks resident together. */
+    for (;; ++w) {
+        plan.warps = (int)w;
+        plan.slabs = (int)((warps_per_item + w - 1) / w);
+        plan.smem = (size_t)w * per_warp;
+        if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 (int)plan.smem) != cudaSuccess ||
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 32 * plan.warps,
+                                                          plan.smem) != cudaSuccess)
+            return MAS_ERR_CUDA;
+        if (per_sm < 1) return MAS_ERR_CUDA;
+        if (plan.slabs == 1 || B * plan.slabs <= (int64_t)per_sm * dev.sms || w >= max_w ||
+            w >= warps_per_item)
+            break;
+    }
     const int64_t resident = (int64_t)per_sm * dev.sms;
     if (plan.slabs > resident) return MAS_ERR_BAD_ARGUMENT;
     const int64_t per_launch = plan.slabs == 1 ? B : resident / plan.slabs;

@@ -108,7 +108,10 @@ def bench_cpu(args):
         t_glow = _median_time(lambda: _C.baseline_glow(glow_v.__dlpack__(), glow_p.__dlpack__(),
                                                        x64.__dlpack__(), y64.__dlpack__()),
                               args.repeat, glow_setup)
-        nbytes = sum(_nbytes(a) for a in (value,) + outs if a is not None)
+        # The kernel reads only the band of cells a path can cross,
+        # T * (S - T + 1) per item, and writes the outputs.
+        band_bytes = B * T * (S - T + 1) * (_nbytes(value) // (B * T * S))
+        nbytes = band_bytes + sum(_nbytes(a) for a in outs if a is not None)
         rows.append({
             "T": T, "S": S, "B": B,
             "ours_ms": t_all * 1e3, "ours_1t_ms": t_one * 1e3, "glow_ms": t_glow * 1e3,

@@ -429,7 +429,10 @@ mas_status ts_ref_hard_item(const mas_tensor3 *value, int64_t b, int64_t x_len,
     if (!q) return r->status = MAS_ERR_BAD_ARGUMENT;
     for (int64_t j = 0; j < y_len; j++) {
         for (int64_t i = 0; i < x_len; i++) {
-            double v = ts_item_value(value, b, i, j);
+            /* Off the band no path passes: the cell is -inf and never read,
+             * so a NaN or +inf there cannot leak into the table. */
+            int in_band = i <= j && j - (y_len - x_len) <= i;
+            double v = in_band ? ts_item_value(value, b, i, j) : -INFINITY;
             double cell;
             if (j == 0) {
                 cell = i == 0 ? v : -INFINITY;

@@ -1,0 +1,120 @@
+/* Cell policies of the soft sweep (soft_sweep.cuh): what a cell computes from
+ * the values on its two incoming edges and its inputs.
+ *
+ * PlusCell: alpha = PLUS(in_stay, in_move) (+) c, PLUS = logaddexp or max,
+ *   with optional cell weights c (input 0) and edge weights from logits
+ *   (the next input): out_stay = alpha + log sigmoid(x), out_move = alpha +
+ *   log sigmoid(-x). Its output is alpha, or with POSTERIOR the posterior
+ *   exp(alpha + alpha_fwd - c - log_z) of a reversed sweep, alpha_fwd being
+ *   the last input (forward-sum's backward).
+ * AdjointCell: the reverse-mode derivative of the log-plus sweep with logit
+ *   weights, run over the reversed view; one policy for both attention kinds,
+ *   since the skew is only a view. */
+#ifndef MAS_CUDA_SOFT_CELLS_CUH
+#define MAS_CUDA_SOFT_CELLS_CUH
+
+#include "cuda/soft_sweep.cuh"
+
+namespace mas_cuda {
+
+enum { SEMI_LOGPLUS = 0, SEMI_MAXPLUS = 1 };
+
+template <typename TA, int SEMI, bool HAS_CELL, bool HAS_LOGITS, bool POSTERIOR>
+struct PlusCell {
+    static constexpr int NIN = (HAS_CELL ? 1 : 0) + (HAS_LOGITS ? 1 : 0) + (POSTERIOR ? 1 : 0);
+    static constexpr bool HAS_OUT = true;
+    static constexpr int CELL = 0, LOGITS = HAS_CELL ? 1 : 0, FWD = NIN - 1;
+    using Edge = TA;
+    /* Inputs outside the cells: -inf cells (never on a path), 0 logits. */
+    __device__ static TA pad(int v) {
+        return (HAS_CELL && v == CELL) || (POSTERIOR && v == FWD) ? neg_inf<TA>() : (TA)0;
+    }
+    __device__ static TA zero() { return neg_inf<TA>(); }
+    /* The virtual start: one edge of weight 0 into (0, 0). */
+    __device__ static TA start(int64_t t) { return t == 0 ? (TA)0 : neg_inf<TA>(); }
+    __device__ static TA final_value(TA stay) { return stay; }
+
+    __device__ static void step(TA in_stay, TA in_move, const TA (&x)[NIN > 0 ? NIN : 1],
+                                bool exists, TA scalar, TA &out_stay, TA &out_move, TA &out) {
+        if (!exists) { /* whole warps outside the band skip the arithmetic */
+            out_stay = out_move = neg_inf<TA>();
+            out = POSTERIOR ? (TA)0 : neg_inf<TA>();
+            return;
+        }
+        TA alpha = SEMI == SEMI_MAXPLUS ? (in_stay > in_move ? in_stay : in_move)
+                                        : log_add_exp(in_stay, in_move);
+        if (HAS_CELL) alpha += x[CELL];
+        if (HAS_LOGITS) {
+            TA ws, wm;
+            log_sigmoid_pair(x[LOGITS], ws, wm);
+            out_stay = alpha + ws;
+            out_move = alpha + wm;
+        } else {
+            out_stay = out_move = alpha;
+        }
+        if (POSTERIOR) {
+            /* alpha here is beta~ (the reversed sweep), x[FWD] the forward's
+             * alpha; -inf on either side: no path crosses the cell. */
+            TA fwd = x[FWD];
+            out = (alpha == neg_inf<TA>() || fwd == neg_inf<TA>())
+                      ? (TA)0
+                      : soft_exp(alpha + fwd - (HAS_CELL ? x[CELL] : (TA)0) - scalar);
+        } else {
+            out = alpha;
+        }
+    }
+};
+
+/* Reverse mode of alpha(t,s) = LSE(alpha(t-1,s) + ws(t-1,s),
+ * alpha(t-1,s-1) + wm(t-1,s-1)), ws = log sigmoid(x), wm = log sigmoid(-x):
+ *   abar(t,s) = g(t,s) + A_stay + A_move,
+ *   A_stay = abar(t+1,s)   exp(alpha(t,s) + ws(t,s) - alpha(t+1,s)),
+ *   A_move = abar(t+1,s+1) exp(alpha(t,s) + wm(t,s) - alpha(t+1,s+1)),
+ *   dL/dx(t,s) = A_stay sigmoid(-x) - A_move sigmoid(x).
+ * Swept over the reversed view, (t+1, s) and (t+1, s+1) are the stay and move
+ * predecessors, and both edges carry the source's (abar, alpha). A cell or a
+ * successor with alpha = -inf contributes 0 (never 0 * inf). Inputs: logits,
+ * the forward's log phi, the upstream gradient. */
+template <typename TA> struct AdjointCell {
+    static constexpr int NIN = 3;
+    static constexpr bool HAS_OUT = true;
+    static constexpr int LOGITS = 0, ALPHA = 1, GRAD = 2;
+    using Edge = Pair<TA>;
+    __device__ static TA pad(int v) { return v == ALPHA ? neg_inf<TA>() : (TA)0; }
+    __device__ static Edge zero() {
+        Edge e;
+        e.a = 0;
+        e.b = neg_inf<TA>();
+        return e;
+    }
+    __device__ static Edge start(int64_t) { return zero(); }
+    __device__ static TA final_value(Edge e) { return e.a; }
+
+    __device__ static void step(Edge in_stay, Edge in_move, const TA (&x)[3], bool exists, TA,
+                                Edge &out_stay, Edge &out_move, TA &out) {
+        const TA alpha = x[ALPHA];
+        Edge e = zero();
+        out = 0;
+        if (exists && alpha != neg_inf<TA>()) {
+            const TA xv = x[LOGITS];
+            TA ws, wm;
+            const TA ex = log_sigmoid_pair(xv, ws, wm);
+            /* sigmoid(|x|) = 1/(1+e), sigmoid(-|x|) = e/(1+e), e = exp(-|x|) */
+            const TA big = soft_rcp((TA)1 + ex), small = ex * big;
+            const TA sig_pos = xv >= 0 ? big : small, sig_neg = xv >= 0 ? small : big;
+            TA a_stay = 0, a_move = 0;
+            if (in_stay.b != neg_inf<TA>() && in_stay.a != 0)
+                a_stay = in_stay.a * soft_exp(alpha + ws - in_stay.b);
+            if (in_move.b != neg_inf<TA>() && in_move.a != 0)
+                a_move = in_move.a * soft_exp(alpha + wm - in_move.b);
+            e.a = x[GRAD] + a_stay + a_move;
+            e.b = alpha;
+            out = a_stay * sig_neg - a_move * sig_pos;
+        }
+        out_stay = out_move = e;
+    }
+};
+
+} // namespace mas_cuda
+
+#endif

@@ -1,0 +1,104 @@
+/* Pieces shared by the soft-alignment kernels on CUDA (forward-sum and
+ * monotonic attention): log-semiring arithmetic, element access in any float
+ * dtype, the device error word, and host-side argument checks. */
+#ifndef MAS_CUDA_SOFT_COMMON_CUH
+#define MAS_CUDA_SOFT_COMMON_CUH
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "cuda/hard_common.cuh"
+#include "mas.h"
+
+namespace mas_cuda {
+
+/* ---- log-semiring arithmetic ------------------------------------------ */
+
+/* Single precision uses the multi-function unit (ex2/lg2): the sweep is a
+ * chain of dependent logaddexps, and their latency is the sweep's time. Each
+ * call's absolute error stays near 4e-7, well inside float32 tolerances. */
+__device__ __forceinline__ float soft_exp(float x) { return __expf(x); }
+__device__ __forceinline__ double soft_exp(double x) { return exp(x); }
+__device__ __forceinline__ float soft_log1p_small(float e) { return __logf(1.0f + e); }
+__device__ __forceinline__ double soft_log1p_small(double e) { return log1p(e); }
+
+__device__ __forceinline__ float soft_rcp(float y) { return __fdividef(1.0f, y); }
+__device__ __forceinline__ double soft_rcp(double y) { return 1.0 / y; }
+
+/* logaddexp; -inf + -inf stays -inf (never -inf - -inf). */
+template <typename TA> __device__ __forceinline__ TA log_add_exp(TA a, TA b) {
+    TA hi = a > b ? a : b, lo = a > b ? b : a;
+    if (hi == neg_inf<TA>()) return hi;
+    return hi + soft_log1p_small(soft_exp(lo - hi));
+}
+
+/* Both log sigmoid(x) and log sigmoid(-x) from one exp and one log:
+ * with e = exp(-|x|) and l = log1p(e), they are min(x,0) - l and
+ * min(-x,0) - l. Also returns e for sigmoids: sigmoid(|x|) = 1/(1+e). */
+template <typename TA>
+__device__ __forceinline__ TA log_sigmoid_pair(TA x, TA &ls_pos, TA &ls_neg) {
+    const TA e = soft_exp(-fabs(x)), l = soft_log1p_small(e);
+    ls_pos = (x < 0 ? x : (TA)0) - l;
+    ls_neg = (x > 0 ? -x : (TA)0) - l;
+    return e;
+}
+
+template <typename TA> __device__ __forceinline__ bool is_nan_or_pinf(TA x) {
+    return !(x < pos_inf<TA>()) && !(x == neg_inf<TA>());
+}
+
+/* ---- element access ---------------------------------------------------- */
+
+/* Element `off` (in elements) of an array of a float dtype, widened to TA.
+ * The dtype is uniform over a launch, so the branch costs nothing. */
+template <typename TA>
+__device__ __forceinline__ TA load_as(const void *base, int32_t dtype, int64_t off) {
+    switch (dtype) {
+    case MAS_FLOAT32: return (TA)((const float *)base)[off];
+    case MAS_FLOAT64: return (TA)((const double *)base)[off];
+    case MAS_FLOAT16: return (TA)__half2float(((const __half *)base)[off]);
+    default: return (TA)__bfloat162float(((const __nv_bfloat16 *)base)[off]);
+    }
+}
+
+/* ---- errors -------------------------------------------------------------- */
+
+__device__ __forceinline__ void report_error(uint64_t *word, int64_t item, int status) {
+    if (word)
+        atomicMin((unsigned long long *)word,
+                  ((unsigned long long)item << 8) | (unsigned long long)status);
+}
+
+/* ---- host-side checks ----------------------------------------------------- */
+
+static inline bool soft_is_float(int32_t d) {
+    return d == MAS_FLOAT32 || d == MAS_FLOAT64 || d == MAS_FLOAT16 || d == MAS_BFLOAT16;
+}
+
+static inline int32_t soft_accum(int32_t dtype) {
+    return dtype == MAS_FLOAT64 ? MAS_FLOAT64 : MAS_FLOAT32;
+}
+
+/* NULL data, a dtype that is not a float (or not `want` when want >= 0), or a
+ * size < 1: the same rules, in the same order, as the CPU backend. */
+static inline mas_status soft_check_tensor(const mas_tensor3 *t, int32_t want) {
+    if (!t->data) return MAS_ERR_NULL_POINTER;
+    if (want >= 0 ? t->dtype != want : !soft_is_float(t->dtype)) return MAS_ERR_BAD_DTYPE;
+    for (int k = 0; k < 3; k++)
+        if (t->dim[k] < 1) return MAS_ERR_BAD_SHAPE;
+    return MAS_OK;
+}
+
+static inline bool soft_same_dims(const mas_tensor3 *a, const mas_tensor3 *b) {
+    return a->dim[0] == b->dim[0] && a->dim[1] == b->dim[1] && a->dim[2] == b->dim[2];
+}
+
+/* Stride of an axis as far as addressing goes: a size-1 axis is never
+ * stepped along. */
+static inline int64_t soft_stride(const mas_tensor3 *t, int k) {
+    return t->dim[k] == 1 ? 0 : t->stride[k];
+}
+
+} // namespace mas_cuda
+
+#endif

@@ -1,0 +1,227 @@
+/* Benchmark of the soft-alignment ops on CUDA at the sizes of issue 4, float32,
+ * forward plus backward:
+ *   forward-sum with posterior  B=32, T=512,  S=2048   (target <= 1.0 ms)
+ *   one-to-many attention       B=16, N=M=1024         (target <= 0.5 ms)
+ *   many-to-many attention      B=16, N=M=1024         (target <= 1.0 ms)
+ * plus the same ops in float64 and at other sizes for scale.
+ *
+ * Inputs are random (standard normal values or logits) on the device. Each
+ * row: warm-up calls, then `reps` timed calls, each between two events on one
+ * stream; the median. Forward-sum's one call computes log_z and the posterior
+ * (its gradient); attention's forward and backward are two calls, timed
+ * together and apart.
+ *
+ * Usage: bench_soft_cuda [--quick] */
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "mas.h"
+
+#define CUDA_OK(call)                                                                        \
+    do {                                                                                     \
+        cudaError_t e_ = (call);                                                             \
+        if (e_ != cudaSuccess) {                                                             \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+            exit(2);                                                                         \
+        }                                                                                    \
+    } while (0)
+#define MAS_OK_OR_DIE(call)                                                                  \
+    do {                                                                                     \
+        mas_status s_ = (call);                                                              \
+        if (s_ != MAS_OK) {                                                                  \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, mas_status_string(s_)); \
+            exit(3);                                                                         \
+        }                                                                                    \
+    } while (0)
+
+template <typename T> __global__ void fill_normal(T *x, size_t n, unsigned long long seed, float scale) {
+    for (size_t k = blockIdx.x * (size_t)blockDim.x + threadIdx.x; k < n;
+         k += (size_t)gridDim.x * blockDim.x) {
+        unsigned long long h = (k + 1) * 0x9E3779B97F4A7C15ull ^ seed;
+        h ^= h >> 31;
+        h *= 0xBF58476D1CE4E5B9ull;
+        h ^= h >> 29;
+        float u1 = ((h >> 40) + 1) * (1.0f / 16777217.0f);
+        float u2 = ((h >> 16) & 0xffffff) * (1.0f / 16777216.0f);
+        x[k] = (T)(scale * sqrtf(-2.0f * logf(u1)) * cospif(2.0f * u2));
+    }
+}
+
+static mas_tensor3 dense(void *p, int32_t dtype, int64_t B, int64_t D1, int64_t D2) {
+    mas_tensor3 t;
+    memset(&t, 0, sizeof t);
+    t.data = p;
+    t.dtype = dtype;
+    t.dim[0] = B;
+    t.dim[1] = D1;
+    t.dim[2] = D2;
+    t.stride[0] = D1 * D2;
+    t.stride[1] = D2;
+    t.stride[2] = 1;
+    return t;
+}
+
+static void random_fill(void *p, int32_t dtype, size_t n, unsigned long long seed, float scale) {
+    if (dtype == MAS_FLOAT64) fill_normal<double><<<1024, 256>>>((double *)p, n, seed, scale);
+    else fill_normal<float><<<1024, 256>>>((float *)p, n, seed, scale);
+    CUDA_OK(cudaGetLastError());
+}
+
+struct Timer {
+    cudaEvent_t a, b;
+    Timer() {
+        CUDA_OK(cudaEventCreate(&a));
+        CUDA_OK(cudaEventCreate(&b));
+    }
+    ~Timer() {
+        cudaEventDestroy(a);
+        cudaEventDestroy(b);
+    }
+};
+
+/* Median milliseconds of fn() over reps calls after warm-up. */
+template <class F> static double median_ms(F fn, int reps) {
+    Timer t;
+    for (int i = 0; i < 3; i++) fn();
+    CUDA_OK(cudaDeviceSynchronize());
+    std::vector<float> ms;
+    for (int r = 0; r < reps; r++) {
+        CUDA_OK(cudaEventRecord(t.a));
+        fn();
+        CUDA_OK(cudaEventRecord(t.b));
+        CUDA_OK(cudaEventSynchronize(t.b));
+        float x = 0;
+        CUDA_OK(cudaEventElapsedTime(&x, t.a, t.b));
+        ms.push_back(x);
+    }
+    std::sort(ms.begin(), ms.end());
+    return ms[ms.size() / 2];
+}
+
+static void check_word(uint64_t *dword) {
+    uint64_t w = 0;
+    CUDA_OK(cudaMemcpy(&w, dword, 8, cudaMemcpyDeviceToHost));
+    mas_error e;
+    mas_decode_device_error(w, &e);
+    if (e.status != MAS_OK) {
+        fprintf(stderr, "device error: %s (item %lld)\n", mas_status_string((mas_status)e.status),
+                (long long)e.item);
+        exit(4);
+    }
+}
+
+static void bench_forward_sum(int32_t dtype, int64_t B, int64_t T, int64_t S, double target,
+                              int reps) {
+    const size_t es = dtype == MAS_FLOAT64 ? 8 : 4, cells = (size_t)(B * T * S);
+    void *v, *post, *lz, *ws;
+    int64_t *xl, *yl;
+    uint64_t *word;
+    CUDA_OK(cudaMalloc(&v, cells * es));
+    CUDA_OK(cudaMalloc(&post, cells * es));
+    CUDA_OK(cudaMalloc(&lz, B * es));
+    CUDA_OK(cudaMalloc(&xl, B * 8));
+    CUDA_OK(cudaMalloc(&yl, B * 8));
+    CUDA_OK(cudaMalloc(&word, 8));
+    size_t wsz = mas_forward_sum_cuda_workspace_size(B, T, S, (mas_dtype)dtype);
+    CUDA_OK(cudaMalloc(&ws, wsz));
+    random_fill(v, dtype, cells, 7, 1.0f);
+    std::vector<int64_t> hx(B, T), hy(B, S);
+    CUDA_OK(cudaMemcpy(xl, hx.data(), B * 8, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(yl, hy.data(), B * 8, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemset(word, 0xff, 8));
+    mas_tensor3 vt = dense(v, dtype, B, T, S), pt = dense(post, dtype, B, T, S);
+    double fwd = median_ms([&] {
+        MAS_OK_OR_DIE(mas_forward_sum_cuda(&vt, xl, yl, lz, nullptr, ws, wsz, nullptr, word));
+    }, reps);
+    double both = median_ms([&] {
+        MAS_OK_OR_DIE(mas_forward_sum_cuda(&vt, xl, yl, lz, &pt, ws, wsz, nullptr, word));
+    }, reps);
+    CUDA_OK(cudaDeviceSynchronize());
+    check_word(word);
+    printf("| forward-sum + posterior | %s | B=%lld T=%lld S=%lld | %.3f | %.3f | %.3f | %s |\n",
+           dtype == MAS_FLOAT64 ? "f64" : "f32", (long long)B, (long long)T, (long long)S, fwd,
+           both - fwd, both, target > 0 ? (both <= target ? "<= target" : "OVER target") : "-");
+    cudaFree(v);
+    cudaFree(post);
+    cudaFree(lz);
+    cudaFree(xl);
+    cudaFree(yl);
+    cudaFree(word);
+    cudaFree(ws);
+}
+
+static void bench_attention(int kind, int32_t dtype, int64_t B, int64_t N, int64_t M,
+                            double target, int reps) {
+    const size_t es = dtype == MAS_FLOAT64 ? 8 : 4, cells = (size_t)(B * N * M);
+    void *x, *phi, *g, *dx, *ws;
+    uint64_t *word;
+    CUDA_OK(cudaMalloc(&x, cells * es));
+    CUDA_OK(cudaMalloc(&phi, cells * es));
+    CUDA_OK(cudaMalloc(&g, cells * es));
+    CUDA_OK(cudaMalloc(&dx, cells * es));
+    CUDA_OK(cudaMalloc(&word, 8));
+    size_t wsz = mas_attention_cuda_workspace_size(B, N, M, (mas_dtype)dtype);
+    CUDA_OK(cudaMalloc(&ws, wsz));
+    random_fill(x, dtype, cells, 11, 2.0f);
+    random_fill(g, dtype, cells, 13, 1.0f);
+    CUDA_OK(cudaMemset(word, 0xff, 8));
+    mas_tensor3 xt = dense(x, dtype, B, N, M), pt = dense(phi, dtype, B, N, M),
+                gt = dense(g, dtype, B, N, M), dt = dense(dx, dtype, B, N, M);
+    mas_attention_kind k = (mas_attention_kind)kind;
+    double fwd = median_ms([&] {
+        MAS_OK_OR_DIE(mas_attention_forward_cuda(k, &xt, nullptr, nullptr, &pt, ws, wsz, nullptr, word));
+    }, reps);
+    double bwd = median_ms([&] {
+        MAS_OK_OR_DIE(mas_attention_backward_cuda(k, &xt, nullptr, nullptr, &pt, &gt, &dt, ws, wsz,
+                                                  nullptr, word));
+    }, reps);
+    double both = median_ms([&] {
+        MAS_OK_OR_DIE(mas_attention_forward_cuda(k, &xt, nullptr, nullptr, &pt, ws, wsz, nullptr, word));
+        MAS_OK_OR_DIE(mas_attention_backward_cuda(k, &xt, nullptr, nullptr, &pt, &gt, &dt, ws, wsz,
+                                                  nullptr, word));
+    }, reps);
+    CUDA_OK(cudaDeviceSynchronize());
+    check_word(word);
+    printf("| %s attention | %s | B=%lld N=%lld M=%lld | %.3f | %.3f | %.3f | %s |\n",
+           kind ? "many-to-many" : "one-to-many", dtype == MAS_FLOAT64 ? "f64" : "f32",
+           (long long)B, (long long)N, (long long)M, fwd, bwd, both,
+           target > 0 ? (both <= target ? "<= target" : "OVER target") : "-");
+    cudaFree(x);
+    cudaFree(phi);
+    cudaFree(g);
+    cudaFree(dx);
+    cudaFree(word);
+    cudaFree(ws);
+}
+
+int main(int argc, char **argv) {
+    bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+        printf("skipped: no CUDA device\n");
+        return 0;
+    }
+    cudaDeviceProp p;
+    CUDA_OK(cudaGetDeviceProperties(&p, 0));
+    printf("device: %s, %d SMs\n", p.name, p.multiProcessorCount);
+    const int reps = quick ? 5 : 20;
+    printf("| op | dtype | shape | forward ms | backward ms | total ms | target |\n");
+    printf("|---|---|---|---|---|---|---|\n");
+    bench_forward_sum(MAS_FLOAT32, 32, 512, 2048, 1.0, reps);
+    bench_attention(0, MAS_FLOAT32, 16, 1024, 1024, 0.5, reps);
+    bench_attention(1, MAS_FLOAT32, 16, 1024, 1024, 1.0, reps);
+    if (!quick) {
+        bench_forward_sum(MAS_FLOAT64, 32, 512, 2048, 0, reps);
+        bench_attention(0, MAS_FLOAT64, 16, 1024, 1024, 0, reps);
+        bench_attention(1, MAS_FLOAT64, 16, 1024, 1024, 0, reps);
+        bench_forward_sum(MAS_FLOAT32, 4, 2048, 8192, 0, 5);
+        bench_attention(0, MAS_FLOAT32, 2, 8192, 8192, 0, 5);
+        bench_attention(1, MAS_FLOAT32, 2, 8192, 8192, 0, 5);
+    }
+    return 0;
+}
