@@ -33,7 +33,7 @@ namespace mas_cuda {
 constexpr int kSoftMaxThreads = 512;
 /* Input elements each thread prefetches per view and tile (K * TS): more
  * for one input, fewer where three share the registers. */
-__host__ __device__ constexpr int soft_prefetch(int nin) { return nin <= 1 ? 32 : 16; }
+__host__ __device__ constexpr int soft_prefetch(int nin) { return nin <= 1 ? 32 : nin == 2 ? 16 : 8; }
 
 /* A strided 2-D view over (step t, state s) of one item. */
 struct SoftView {
@@ -186,7 +186,7 @@ __global__ void __launch_bounds__(kSoftMaxThreads)
     const bool want_out = it.out.base != nullptr;
     const int per_thread = K * ts; /* tile elements per thread and view */
 
-    constexpr int PF = soft_prefetch(NIN);
+    constexpr int PF = soft_prefetch(NIN) > K ? soft_prefetch(NIN) : K; /* ts >= 1 */
     TA pf[NIN > 0 ? NIN : 1][PF];
     bool bad = false;
     /* Along steps, thread tid reads step k = tid % ts of states
@@ -341,14 +341,20 @@ __global__ void __launch_bounds__(kSoftMaxThreads)
 struct SoftShape {
     int k, threads;
 };
-/* Few warps with several states each: the per-step cost that does not grow
- * with K (shuffle, boundary words, barrier, loop) is paid by fewer warps.
- * Four warps per item while K <= 8, more only past 4096 states. */
-constexpr int kSoftTargetThreads = 128;
+/* One state per thread up to 512 states, then K states per thread. Measured
+ * on an H100 (bench_soft_cuda --shapes, 2026-11-21): the sweep is bound by
+ * the latency of each step, which 16 warps hide better than 8, 4 or 2 (64,
+ * 128 and 256 threads per item were 1.5x to 2.3x slower). */
+constexpr int kSoftTargetThreads = kSoftMaxThreads;
+/* Benchmark hook (lib/cuda/soft_forward_sum.cu, not in mas.h): 0 means
+ * kSoftTargetThreads. */
+extern "C" int32_t mas_soft_cuda_target_threads_;
 static inline SoftShape soft_shape(int64_t n_states) {
     SoftShape sh;
+    const int64_t target = mas_soft_cuda_target_threads_ > 0 ? mas_soft_cuda_target_threads_
+                                                             : kSoftTargetThreads;
     sh.k = 1;
-    while (sh.k < 8 && (n_states + sh.k - 1) / sh.k > kSoftTargetThreads) sh.k *= 2;
+    while (sh.k < 8 && (n_states + sh.k - 1) / sh.k > target) sh.k *= 2;
     while (sh.k < 16 && (n_states + sh.k - 1) / sh.k > kSoftMaxThreads) sh.k *= 2;
     int64_t per = (n_states + sh.k - 1) / sh.k;
     sh.threads = (int)((per + 31) / 32 * 32);
@@ -373,7 +379,7 @@ static inline bool soft_plan_geom(const SoftShape &sh, int nin, bool has_out, si
                                   size_t edge, size_t smem_limit, SoftGeom *g, size_t *smem) {
     for (int direct = 0; direct <= 1; direct++) {
         if (direct && !has_out) break;
-        const int most = soft_prefetch(nin) / sh.k;
+        const int most = soft_prefetch(nin) > sh.k ? soft_prefetch(nin) / sh.k : 1;
         for (int ts = most < 32 ? most : 32; ts >= 1; ts /= 2) {
             bool direct_out = !has_out || direct;
             size_t bytes = soft_smem_bytes(sh, nin, acc, edge, ts, direct_out);
@@ -417,6 +423,7 @@ static inline mas_status soft_launch(const Plan &plan, int64_t B, int64_t n_stat
         return MAS_ERR_CUDA;
     const size_t limit = (size_t)smem_limit - 64; /* the static final_value word */
     const SoftShape sh = soft_shape(n_states);
+    if (sh.threads > kSoftMaxThreads) return MAS_ERR_BAD_ARGUMENT; /* > 8192 states */
     switch (sh.k) {
     case 1: return soft_launch_k<TA, 1, Cell>(plan, B, sh, limit, stream);
     case 2: return soft_launch_k<TA, 2, Cell>(plan, B, sh, limit, stream);

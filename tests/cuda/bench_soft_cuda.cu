@@ -11,7 +11,8 @@
  * (its gradient); attention's forward and backward are two calls, timed
  * together and apart.
  *
- * Usage: bench_soft_cuda [--quick] */
+ * Usage: bench_soft_cuda [--quick | --shapes]   (--shapes: the target rows at
+ * 128, 256 and 64 threads per item besides the default 512) */
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,10 @@
 #include <vector>
 
 #include "mas.h"
+
+/* Internal hook of the library (lib/cuda/soft_forward_sum.cu): threads per
+ * item the sweeps aim for, 0 for the default. Used to compare shapes. */
+extern "C" int32_t mas_soft_cuda_target_threads_;
 
 #define CUDA_OK(call)                                                                        \
     do {                                                                                     \
@@ -70,6 +75,13 @@ static void random_fill(void *p, int32_t dtype, size_t n, unsigned long long see
     if (dtype == MAS_FLOAT64) fill_normal<double><<<1024, 256>>>((double *)p, n, seed, scale);
     else fill_normal<float><<<1024, 256>>>((float *)p, n, seed, scale);
     CUDA_OK(cudaGetLastError());
+}
+
+static const char *shape_note(void) {
+    static char buf[48];
+    if (mas_soft_cuda_target_threads_ <= 0) return "";
+    snprintf(buf, sizeof buf, " (%d threads/item)", (int)mas_soft_cuda_target_threads_);
+    return buf;
 }
 
 struct Timer {
@@ -143,8 +155,8 @@ static void bench_forward_sum(int32_t dtype, int64_t B, int64_t T, int64_t S, do
     }, reps);
     CUDA_OK(cudaDeviceSynchronize());
     check_word(word);
-    printf("| forward-sum + posterior | %s | B=%lld T=%lld S=%lld | %.3f | %.3f | %.3f | %s |\n",
-           dtype == MAS_FLOAT64 ? "f64" : "f32", (long long)B, (long long)T, (long long)S, fwd,
+    printf("| forward-sum + posterior%s | %s | B=%lld T=%lld S=%lld | %.3f | %.3f | %.3f | %s |\n",
+           shape_note(), dtype == MAS_FLOAT64 ? "f64" : "f32", (long long)B, (long long)T, (long long)S, fwd,
            both - fwd, both, target > 0 ? (both <= target ? "<= target" : "OVER target") : "-");
     cudaFree(v);
     cudaFree(post);
@@ -187,8 +199,8 @@ static void bench_attention(int kind, int32_t dtype, int64_t B, int64_t N, int64
     }, reps);
     CUDA_OK(cudaDeviceSynchronize());
     check_word(word);
-    printf("| %s attention | %s | B=%lld N=%lld M=%lld | %.3f | %.3f | %.3f | %s |\n",
-           kind ? "many-to-many" : "one-to-many", dtype == MAS_FLOAT64 ? "f64" : "f32",
+    printf("| %s attention%s | %s | B=%lld N=%lld M=%lld | %.3f | %.3f | %.3f | %s |\n",
+           kind ? "many-to-many" : "one-to-many", shape_note(), dtype == MAS_FLOAT64 ? "f64" : "f32",
            (long long)B, (long long)N, (long long)M, fwd, bwd, both,
            target > 0 ? (both <= target ? "<= target" : "OVER target") : "-");
     cudaFree(x);
@@ -215,6 +227,18 @@ int main(int argc, char **argv) {
     bench_forward_sum(MAS_FLOAT32, 32, 512, 2048, 1.0, reps);
     bench_attention(0, MAS_FLOAT32, 16, 1024, 1024, 0.5, reps);
     bench_attention(1, MAS_FLOAT32, 16, 1024, 1024, 1.0, reps);
+    if (argc > 1 && strcmp(argv[1], "--shapes") == 0) {
+        /* the target rows again for other launch shapes */
+        const int32_t shapes[3] = {128, 256, 64};
+        for (int i = 0; i < 3; i++) {
+            mas_soft_cuda_target_threads_ = shapes[i];
+            bench_forward_sum(MAS_FLOAT32, 32, 512, 2048, 1.0, reps);
+            bench_attention(0, MAS_FLOAT32, 16, 1024, 1024, 0.5, reps);
+            bench_attention(1, MAS_FLOAT32, 16, 1024, 1024, 1.0, reps);
+        }
+        mas_soft_cuda_target_threads_ = 0;
+        return 0;
+    }
     if (!quick) {
         bench_forward_sum(MAS_FLOAT64, 32, 512, 2048, 0, reps);
         bench_attention(0, MAS_FLOAT64, 16, 1024, 1024, 0, reps);
