@@ -11,7 +11,7 @@ their value errors are reported lazily, see ``libmas.errors``.
 
 import operator
 
-from . import _arrays, _C, errors
+from . import _arrays, _C, _dispatch, errors
 
 
 class AlignResult:
@@ -90,44 +90,20 @@ def _run(fname, frame, value, code, x_len, y_len, bst, outs, threads):
     (path, durations, indices, score), None for unwanted ones. Returns the
     PendingCheck of a CUDA call (or None)."""
     batch, tokens, frames = _shape_checked(value, bst, fname)
-    path, durations, indices, score = outs
     h = frame.handle
-    if not frame.is_cuda:
-        nbytes = _C.hard_cpu_workspace_size(batch, tokens, frames, code, threads)
-        work = frame.empty((max(nbytes, 1),), _uint8(frame))
-        status, item = _C.hard_cpu(h(value), bst, h(x_len), h(y_len), h(path), h(durations),
-                                   h(indices), h(score), h(work), threads)
-        errors.raise_status(fname, status, item)
-        return None
-    return _run_cuda(fname, frame, value, code, x_len, y_len, bst, outs, (batch, tokens, frames))
+    args = (h(value), bst, h(x_len), h(y_len)) + tuple(h(a) for a in outs)
 
+    def workspace_bytes(cuda):
+        if cuda:
+            return _C.hard_cuda_workspace_size(batch, tokens, frames, code)
+        return _C.hard_cpu_workspace_size(batch, tokens, frames, code, threads)
 
-def _run_cuda(fname, frame, value, code, x_len, y_len, bst, outs, sizes):
-    torch = frame.torch
-    device = frame.device
-    if torch.cuda.current_device() != frame.device_index:
-        with torch.cuda.device(device):
-            return _run_cuda(fname, frame, value, code, x_len, y_len, bst, outs, sizes)
-    path, durations, indices, score = outs
-    h = frame.handle
-    stream, raw_stream = frame.current_stream()
-    nbytes = _C.hard_cuda_workspace_size(sizes[0], sizes[1], sizes[2], code)
-    work = torch.empty((max(nbytes, 1),), dtype=torch.uint8, device=device)
-    word, ticket = errors.error_word(torch, device, stream)
-    try:
-        status, item = _C.hard_cuda(h(value), bst, h(x_len), h(y_len), h(path), h(durations),
-                                    h(indices), h(score), h(work), raw_stream, h(word))
-    except BaseException:
-        errors.give_back(ticket)
-        raise
-    if status != _C.OK:
-        errors.give_back(ticket)
-        errors.raise_status(fname, status, item)
-    return errors.track(fname, ticket, stream)
+    def invoke(cuda, work, how, word):
+        if cuda:
+            return _C.hard_cuda(*args, work, how, word)
+        return _C.hard_cpu(*args, work, how)
 
-
-def _uint8(frame):
-    return frame.native_dtype("uint8", None)
+    return _dispatch.run(fname, frame, workspace_bytes, invoke, threads)
 
 
 def maximum_path(value, mask, *, layout="bts", dtype=None):
@@ -176,7 +152,8 @@ def align(value, x_lengths, y_lengths, *, layout="bts", threads=None):
 
     Returns an ``AlignResult`` (durations, indices, score, path(dtype)).
     Raises ValueError naming the item and the rule for invalid lengths, NaN
-    or +inf values inside the lengths, or no finite path; TypeError for a bad
+    or +inf on a cell some path can cross (the band j-(Y-X) <= i <= j; other
+    cells are never read), or no finite path; TypeError for a bad
     dtype. For CUDA tensors value errors are reported lazily: at the next
     libmas call, by ``result.check()`` or ``libmas.check_errors()``, or at
     once with LIBMAS_SYNC_CHECKS=1.

@@ -20,7 +20,7 @@ rules of the hard path: the input's device, the current stream, no host
 synchronisation, errors reported lazily (see ``libmas.errors``).
 """
 
-from . import _arrays, _C, errors
+from . import _arrays, _C, _dispatch, errors
 from .hard import _threads_arg
 
 _OP_FORWARD_SUM = 0
@@ -42,32 +42,12 @@ def _shape3(value, fname, what, axes):
 
 def _call(fname, frame, op, sizes, code, threads, invoke):
     """Runs invoke(cuda, work_handle, how, word_handle) -> (status, item) on
-    the frame's device with a workspace of the right size. CPU: raises at
-    once. CUDA: current device and stream, the error word tracked lazily."""
-    h = frame.handle
-    if not frame.is_cuda:
-        nbytes = _C.soft_workspace_size(op, False, sizes[0], sizes[1], sizes[2], code, threads)
-        work = frame.empty((max(nbytes, 1),), frame.native_dtype("uint8", None))
-        status, item = invoke(False, h(work), threads, None)
-        errors.raise_status(fname, status, item)
-        return
-    torch = frame.torch
-    if torch.cuda.current_device() != frame.device_index:
-        with torch.cuda.device(frame.device):
-            return _call(fname, frame, op, sizes, code, threads, invoke)
-    stream, raw_stream = frame.current_stream()
-    nbytes = _C.soft_workspace_size(op, True, sizes[0], sizes[1], sizes[2], code, 0)
-    work = torch.empty((max(nbytes, 1),), dtype=torch.uint8, device=frame.device)
-    word, ticket = errors.error_word(torch, frame.device, stream)
-    try:
-        status, item = invoke(True, h(work), raw_stream, h(word))
-    except BaseException:
-        errors.give_back(ticket)
-        raise
-    if status != _C.OK:
-        errors.give_back(ticket)
-        errors.raise_status(fname, status, item)
-    errors.track(fname, ticket, stream)
+    the frame's device through the shared dispatch (libmas._dispatch)."""
+    def workspace_bytes(cuda):
+        return _C.soft_workspace_size(op, cuda, sizes[0], sizes[1], sizes[2], code,
+                                      0 if cuda else threads)
+
+    _dispatch.run(fname, frame, workspace_bytes, invoke, threads)
 
 
 def _plain(frame, x):
