@@ -91,7 +91,6 @@ typedef struct hard_call {
     int32_t team;
     int32_t accum;
     int32_t *item_status; /* [B] */
-    atomic_llong next_item;
     /* pipelined mode: the item in flight and each rank's progress */
     int64_t item;
     int64_t tiles_per_rank;
@@ -191,15 +190,7 @@ static void run_item(hard_call *c, int64_t b, int32_t rank) {
     finish_item(c, b, bad, read_real(column, c->accum, p.n_states - 1), decisions, scratch);
 }
 
-static void batch_worker(void *ctx, int32_t rank) {
-    hard_call *c = (hard_call *)ctx;
-    int64_t B = c->value->dim[0];
-    for (;;) {
-        int64_t b = atomic_fetch_add(&c->next_item, 1);
-        if (b >= B) break;
-        run_item(c, b, rank);
-    }
-}
+static void item_task(void *ctx, int64_t b, int32_t rank) { run_item((hard_call *)ctx, b, rank); }
 
 /* Pipelined: rank r sweeps tiles [r*k, (r+1)*k) of item c->item. */
 static atomic_llong *progress_of(hard_call *c, int32_t rank) {
@@ -307,11 +298,9 @@ mas_status mas_hard_cpu(const mas_tensor3 *value, const int64_t *x_len,
     c.team = team_size(B, T, S, dtype, threads);
     c.accum = dtype == MAS_FLOAT64 ? MAS_FLOAT64 : MAS_FLOAT32;
     c.item_status = (int32_t *)(c.ws + (size_t)c.team * c.w.total);
-    atomic_init(&c.next_item, 0);
 
     if (c.team <= 1 || B >= c.team) {
-        if (c.team <= 1) batch_worker(&c, 0);
-        else mas_parallel_run(c.team, batch_worker, &c);
+        mas_parallel_items(c.team, B, item_task, &c);
     } else {
         int64_t lanes = dp_lanes(c.accum);
         for (int64_t b = 0; b < B; b++) {
@@ -337,11 +326,5 @@ mas_status mas_hard_cpu(const mas_tensor3 *value, const int64_t *x_len,
         }
     }
 
-    for (int64_t b = 0; b < B; b++) {
-        if (c.item_status[b] != MAS_OK) {
-            if (err) *err = (mas_error){c.item_status[b], 0, b};
-            return (mas_status)c.item_status[b];
-        }
-    }
-    return MAS_OK;
+    return mas_first_item_error(c.item_status, B, err);
 }

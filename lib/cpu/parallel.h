@@ -4,6 +4,8 @@
 
 #include <stdint.h>
 
+#include "mas.h"
+
 /* Threads to use for `threads` (<= 0: one per core available to the process). */
 int32_t mas_thread_count(int32_t threads);
 
@@ -12,5 +14,14 @@ int32_t mas_thread_count(int32_t threads);
  * ranks it would have run are run by the caller after its own, in rank order,
  * so work that waits only on lower ranks still completes. */
 void mas_parallel_run(int32_t n, void (*fn)(void *ctx, int32_t rank), void *ctx);
+
+/* Runs item(ctx, b, rank) for every b < n_items over a team of `team`
+ * threads, each taking the next item as it finishes one. */
+void mas_parallel_items(int32_t team, int64_t n_items,
+                        void (*item)(void *ctx, int64_t b, int32_t rank), void *ctx);
+
+/* The lowest failing item of a per-item status array: its status (MAS_OK if
+ * none) and, in *err (may be NULL), the item. */
+mas_status mas_first_item_error(const int32_t *status, int64_t n_items, mas_error *err);
 
 #endif

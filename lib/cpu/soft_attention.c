@@ -222,8 +222,8 @@ mas_status mas_attention_forward_cpu(mas_attention_kind kind, const mas_tensor3 
     if (st != MAS_OK) return fail(st, err);
     c.log_phi = log_phi;
     int64_t B = logits->dim[0];
-    soft_run_batch(soft_team(B, threads), B, forward_item, &c);
-    return soft_first_error(c.status, B, err);
+    mas_parallel_items(soft_team(B, threads), B, forward_item, &c);
+    return mas_first_item_error(c.status, B, err);
 }
 
 mas_status mas_attention_backward_cpu(mas_attention_kind kind, const mas_tensor3 *logits,
@@ -243,6 +243,6 @@ mas_status mas_attention_backward_cpu(mas_attention_kind kind, const mas_tensor3
     c.grad_log_phi = grad_log_phi;
     c.grad_logits = grad_logits;
     int64_t B = logits->dim[0];
-    soft_run_batch(soft_team(B, threads), B, backward_item, &c);
-    return soft_first_error(c.status, B, err);
+    mas_parallel_items(soft_team(B, threads), B, backward_item, &c);
+    return mas_first_item_error(c.status, B, err);
 }

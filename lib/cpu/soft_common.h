@@ -1,11 +1,10 @@
 /* Small pieces shared by the soft-alignment ops on the CPU (forward-sum and
  * monotonic attention): argument checks, element access in any float dtype,
- * and the per-thread batch loop. */
+ * and the thread count. */
 #ifndef MAS_CPU_SOFT_COMMON_H
 #define MAS_CPU_SOFT_COMMON_H
 
 #include <math.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -106,46 +105,6 @@ static inline int32_t soft_team(int64_t batch, int32_t threads) {
     if (n > 256) n = 256;
     if (n > batch) n = batch;
     return n < 1 ? 1 : (int32_t)n;
-}
-
-/* Runs item(ctx, b, rank) for every b < batch over a team of threads, each
- * taking the next item as it finishes one. */
-typedef struct soft_batch {
-    void (*item)(void *ctx, int64_t b, int32_t rank);
-    void *ctx;
-    int64_t batch;
-    atomic_llong next;
-} soft_batch;
-
-static inline void soft_batch_worker(void *arg, int32_t rank) {
-    soft_batch *s = (soft_batch *)arg;
-    for (;;) {
-        int64_t b = atomic_fetch_add(&s->next, 1);
-        if (b >= s->batch) break;
-        s->item(s->ctx, b, rank);
-    }
-}
-
-static inline void soft_run_batch(int32_t team, int64_t batch,
-                                  void (*item)(void *ctx, int64_t b, int32_t rank),
-                                  void *ctx) {
-    soft_batch s;
-    s.item = item;
-    s.ctx = ctx;
-    s.batch = batch;
-    atomic_init(&s.next, 0);
-    if (team <= 1) soft_batch_worker(&s, 0);
-    else mas_parallel_run(team, soft_batch_worker, &s);
-}
-
-/* The lowest failing item of a [B] status array, into *err. */
-static inline mas_status soft_first_error(const int32_t *status, int64_t batch, mas_error *err) {
-    for (int64_t b = 0; b < batch; b++)
-        if (status[b] != MAS_OK) {
-            if (err) *err = (mas_error){status[b], 0, b};
-            return (mas_status)status[b];
-        }
-    return MAS_OK;
 }
 
 #endif

@@ -302,10 +302,10 @@ mas_status mas_forward_sum_cpu(const mas_tensor3 *value, const int64_t *x_len,
     c.extra = tail + tail_bytes(B, &c.w, 0);
     if (post && split_mode(B, threads)) {
         int64_t n = mas_thread_count(threads);
-        soft_run_batch(n < 2 * B ? (int32_t)n : (int32_t)(2 * B), 2 * B, run_sweep_task, &c);
-        soft_run_batch(team, B, run_finish_task, &c);
+        mas_parallel_items(n < 2 * B ? (int32_t)n : (int32_t)(2 * B), 2 * B, run_sweep_task, &c);
+        mas_parallel_items(team, B, run_finish_task, &c);
     } else {
-        soft_run_batch(team, B, run_item, &c);
+        mas_parallel_items(team, B, run_item, &c);
     }
-    return soft_first_error(c.status, B, err);
+    return mas_first_item_error(c.status, B, err);
 }
