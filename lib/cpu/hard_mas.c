@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/checks.h"
 #include "cpu/dp_core.h"
 #include "cpu/hard_outputs.h"
 #include "cpu/parallel.h"
@@ -243,39 +244,12 @@ static void pipeline_worker(void *ctx, int32_t rank) {
     *bad_flag_of(c, rank) = bad;
 }
 
-static mas_status check_tensor(const mas_tensor3 *t, int float_only) {
-    if (!t->data) return MAS_ERR_NULL_POINTER;
-    if (t->dtype < 0 || t->dtype >= MAS_DTYPE_COUNT_) return MAS_ERR_BAD_DTYPE;
-    if (float_only && t->dtype != MAS_FLOAT32 && t->dtype != MAS_FLOAT64 &&
-        t->dtype != MAS_FLOAT16 && t->dtype != MAS_BFLOAT16)
-        return MAS_ERR_BAD_DTYPE;
-    for (int k = 0; k < 3; k++)
-        if (t->dim[k] < 1) return MAS_ERR_BAD_SHAPE;
-    return MAS_OK;
-}
-
-mas_status hard_check_call(const mas_tensor3 *value, const int64_t *x_len,
-                           const int64_t *y_len, const mas_hard_outputs *out) {
-    if (!value || !x_len || !y_len || !out) return MAS_ERR_NULL_POINTER;
-    mas_status st = check_tensor(value, 1);
-    if (st != MAS_OK) return st;
-    if (!out->path.data && !out->durations && !out->indices && !out->score)
-        return MAS_ERR_BAD_ARGUMENT;
-    if (out->path.data) {
-        st = check_tensor(&out->path, 0);
-        if (st != MAS_OK) return st;
-        for (int k = 0; k < 3; k++)
-            if (out->path.dim[k] != value->dim[k]) return MAS_ERR_BAD_SHAPE;
-    }
-    return MAS_OK;
-}
-
 mas_status mas_hard_cpu(const mas_tensor3 *value, const int64_t *x_len,
                         const int64_t *y_len, const mas_hard_outputs *out,
                         void *workspace, size_t workspace_size, int32_t threads,
                         mas_error *err) {
     if (err) *err = (mas_error){MAS_OK, 0, -1};
-    mas_status st = hard_check_call(value, x_len, y_len, out);
+    mas_status st = mas_hard_check_call(value, x_len, y_len, out);
     if (st == MAS_OK && !workspace) st = MAS_ERR_NULL_POINTER;
     if (st != MAS_OK) {
         if (err) err->status = st;

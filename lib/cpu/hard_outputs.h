@@ -16,10 +16,6 @@ typedef struct hard_item_outputs {
     int32_t *durations;         /* scratch of T int32 */
 } hard_item_outputs;
 
-/* Argument checks shared by the CPU and CUDA entry points. */
-mas_status hard_check_call(const mas_tensor3 *value, const int64_t *x_len,
-                           const int64_t *y_len, const mas_hard_outputs *out);
-
 /* Writes every requested output of item b (path in full, zeros outside). */
 void hard_write_outputs(const mas_tensor3 *value, const mas_hard_outputs *out, int64_t b,
                         const hard_item_outputs *o);

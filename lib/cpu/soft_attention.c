@@ -42,7 +42,7 @@ static att_layout layout_for(int64_t N, int64_t M, int32_t accum) {
 size_t mas_attention_cpu_workspace_size(int64_t batch, int64_t n, int64_t m, mas_dtype dtype,
                                         int32_t threads) {
     if (batch < 1 || n < 1 || m < 1) return 0;
-    att_layout w = layout_for(n, m, soft_accum(dtype));
+    att_layout w = layout_for(n, m, mas_accum_dtype(dtype));
     return SOFT_CACHE_LINE + (size_t)soft_team(batch, threads) * w.total +
            SOFT_ALIGN_UP((size_t)batch * sizeof(int32_t), SOFT_CACHE_LINE);
 }
@@ -181,7 +181,7 @@ static mas_status prepare(att_call *c, mas_attention_kind kind, const mas_tensor
     if (!logits || !workspace) return MAS_ERR_NULL_POINTER;
     if (kind != MAS_ATTENTION_ONE_TO_MANY && kind != MAS_ATTENTION_MANY_TO_MANY)
         return MAS_ERR_BAD_ARGUMENT;
-    mas_status st = soft_check_tensor(logits, -1);
+    mas_status st = mas_check_tensor(logits, MAS_ANY_FLOAT);
     if (st != MAS_OK) return st;
     int64_t B = logits->dim[0], N = logits->dim[1], M = logits->dim[2];
     if (workspace_size <
@@ -191,19 +191,19 @@ static mas_status prepare(att_call *c, mas_attention_kind kind, const mas_tensor
     c->logits = logits;
     c->n_len = n_len;
     c->m_len = m_len;
-    c->accum = soft_accum(logits->dtype);
+    c->accum = mas_accum_dtype(logits->dtype);
     c->w = layout_for(N, M, c->accum);
     c->ws = (uint8_t *)SOFT_ALIGN_UP((uintptr_t)workspace, SOFT_CACHE_LINE);
     c->status = (int32_t *)(c->ws + (size_t)soft_team(B, threads) * c->w.total);
     return MAS_OK;
 }
 
-/* An output or input array of the logits' shape; want < 0: any float. */
+/* An output or input array of the logits' shape, of dtype `want` (mas_check_tensor). */
 static mas_status check_like(const mas_tensor3 *t, const mas_tensor3 *logits, int32_t want) {
     if (!t) return MAS_ERR_NULL_POINTER;
-    mas_status st = soft_check_tensor(t, want);
+    mas_status st = mas_check_tensor(t, want);
     if (st != MAS_OK) return st;
-    return soft_same_dims(t, logits) ? MAS_OK : MAS_ERR_BAD_SHAPE;
+    return mas_same_dims(t, logits) ? MAS_OK : MAS_ERR_BAD_SHAPE;
 }
 
 static mas_status fail(mas_status st, mas_error *err) {
@@ -218,7 +218,7 @@ mas_status mas_attention_forward_cpu(mas_attention_kind kind, const mas_tensor3 
     if (err) *err = (mas_error){MAS_OK, 0, -1};
     att_call c;
     mas_status st = prepare(&c, kind, logits, n_len, m_len, workspace, workspace_size, threads);
-    if (st == MAS_OK) st = check_like(log_phi, logits, soft_accum(logits->dtype));
+    if (st == MAS_OK) st = check_like(log_phi, logits, mas_accum_dtype(logits->dtype));
     if (st != MAS_OK) return fail(st, err);
     c.log_phi = log_phi;
     int64_t B = logits->dim[0];
@@ -235,9 +235,9 @@ mas_status mas_attention_backward_cpu(mas_attention_kind kind, const mas_tensor3
     if (err) *err = (mas_error){MAS_OK, 0, -1};
     att_call c;
     mas_status st = prepare(&c, kind, logits, n_len, m_len, workspace, workspace_size, threads);
-    if (st == MAS_OK) st = check_like(log_phi, logits, -1);
-    if (st == MAS_OK) st = check_like(grad_log_phi, logits, -1);
-    if (st == MAS_OK) st = check_like(grad_logits, logits, soft_accum(logits->dtype));
+    if (st == MAS_OK) st = check_like(log_phi, logits, MAS_ANY_FLOAT);
+    if (st == MAS_OK) st = check_like(grad_log_phi, logits, MAS_ANY_FLOAT);
+    if (st == MAS_OK) st = check_like(grad_logits, logits, mas_accum_dtype(logits->dtype));
     if (st != MAS_OK) return fail(st, err);
     c.log_phi = log_phi;
     c.grad_log_phi = grad_log_phi;

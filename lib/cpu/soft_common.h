@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "common/checks.h"
 #include "common/convert.h"
 #include "cpu/parallel.h"
 #include "mas.h"
@@ -24,31 +25,11 @@
 #endif
 #define SOFT_CACHE_LINE 64
 
-static inline int soft_is_float(int32_t dtype) {
-    return dtype == MAS_FLOAT32 || dtype == MAS_FLOAT64 || dtype == MAS_FLOAT16 ||
-           dtype == MAS_BFLOAT16;
-}
 
-/* The arithmetic type for an input dtype (mas.h section 5). */
-static inline int32_t soft_accum(int32_t dtype) {
-    return dtype == MAS_FLOAT64 ? MAS_FLOAT64 : MAS_FLOAT32;
-}
 
 static inline size_t soft_accum_size(int32_t accum) { return accum == MAS_FLOAT64 ? 8 : 4; }
 
-/* NULL data, a dtype that is not a float (or not `want` when want >= 0), or
- * a size < 1. */
-static inline mas_status soft_check_tensor(const mas_tensor3 *t, int32_t want) {
-    if (!t->data) return MAS_ERR_NULL_POINTER;
-    if (want >= 0 ? t->dtype != want : !soft_is_float(t->dtype)) return MAS_ERR_BAD_DTYPE;
-    for (int k = 0; k < 3; k++)
-        if (t->dim[k] < 1) return MAS_ERR_BAD_SHAPE;
-    return MAS_OK;
-}
 
-static inline int soft_same_dims(const mas_tensor3 *a, const mas_tensor3 *b) {
-    return a->dim[0] == b->dim[0] && a->dim[1] == b->dim[1] && a->dim[2] == b->dim[2];
-}
 
 /* Address of element (b, i, j) of t. */
 static inline void *soft_at(const mas_tensor3 *t, int64_t b, int64_t i, int64_t j) {

@@ -58,7 +58,7 @@ static size_t tail_bytes(int64_t batch, const fs_layout *w, int split) {
 size_t mas_forward_sum_cpu_workspace_size(int64_t batch, int64_t tokens, int64_t frames,
                                           mas_dtype dtype, int32_t threads) {
     if (batch < 1 || tokens < 1 || frames < 1) return 0;
-    fs_layout w = layout_for(tokens, frames, soft_accum(dtype));
+    fs_layout w = layout_for(tokens, frames, mas_accum_dtype(dtype));
     return SOFT_CACHE_LINE + (size_t)soft_team(batch, threads) * w.total +
            tail_bytes(batch, &w, split_mode(batch, threads));
 }
@@ -272,10 +272,10 @@ mas_status mas_forward_sum_cpu(const mas_tensor3 *value, const int64_t *x_len,
     mas_status st = MAS_OK;
     const mas_tensor3 *post = posterior && posterior->data ? posterior : NULL;
     if (!value || !x_len || !y_len || !workspace) st = MAS_ERR_NULL_POINTER;
-    else if ((st = soft_check_tensor(value, -1)) != MAS_OK) {
+    else if ((st = mas_check_tensor(value, MAS_ANY_FLOAT)) != MAS_OK) {
     } else if (!log_z && !post) st = MAS_ERR_BAD_ARGUMENT;
-    else if (post && (st = soft_check_tensor(post, soft_accum(value->dtype))) != MAS_OK) {
-    } else if (post && !soft_same_dims(post, value)) st = MAS_ERR_BAD_SHAPE;
+    else if (post && (st = mas_check_tensor(post, mas_accum_dtype(value->dtype))) != MAS_OK) {
+    } else if (post && !mas_same_dims(post, value)) st = MAS_ERR_BAD_SHAPE;
     else if (workspace_size < mas_forward_sum_cpu_workspace_size(value->dim[0], value->dim[1],
                                                                  value->dim[2],
                                                                  (mas_dtype)value->dtype, threads))
@@ -292,7 +292,7 @@ mas_status mas_forward_sum_cpu(const mas_tensor3 *value, const int64_t *x_len,
     c.x_len = x_len;
     c.y_len = y_len;
     c.log_z = log_z;
-    c.accum = soft_accum(value->dtype);
+    c.accum = mas_accum_dtype(value->dtype);
     c.w = layout_for(value->dim[1], value->dim[2], c.accum);
     c.ws = (uint8_t *)SOFT_ALIGN_UP((uintptr_t)workspace, SOFT_CACHE_LINE);
     int32_t team = soft_team(B, threads);

@@ -7,6 +7,7 @@
  * word. */
 #include <cuda_runtime.h>
 
+#include "common/checks.h"
 #include "cuda/hard_backtrack.cuh"
 #include "cuda/hard_common.cuh"
 #include "cuda/hard_forward.cuh"
@@ -16,36 +17,6 @@
 using namespace mas_cuda;
 
 namespace {
-
-bool is_value_dtype(int32_t d) {
-    return d == MAS_FLOAT32 || d == MAS_FLOAT64 || d == MAS_FLOAT16 || d == MAS_BFLOAT16;
-}
-
-mas_status check_tensor(const mas_tensor3 *t, bool value) {
-    if (!t->data) return MAS_ERR_NULL_POINTER;
-    if (t->dtype < 0 || t->dtype >= MAS_DTYPE_COUNT_) return MAS_ERR_BAD_DTYPE;
-    if (value && !is_value_dtype(t->dtype)) return MAS_ERR_BAD_DTYPE;
-    for (int k = 0; k < 3; k++)
-        if (t->dim[k] < 1) return MAS_ERR_BAD_SHAPE;
-    return MAS_OK;
-}
-
-/* The same checks, in the same order, as mas_hard_cpu. */
-mas_status check_call(const mas_tensor3 *value, const int64_t *x_len, const int64_t *y_len,
-                      const mas_hard_outputs *out) {
-    if (!value || !x_len || !y_len || !out) return MAS_ERR_NULL_POINTER;
-    mas_status st = check_tensor(value, true);
-    if (st != MAS_OK) return st;
-    if (!out->path.data && !out->durations && !out->indices && !out->score)
-        return MAS_ERR_BAD_ARGUMENT;
-    if (out->path.data) {
-        st = check_tensor(&out->path, false);
-        if (st != MAS_OK) return st;
-        for (int k = 0; k < 3; k++)
-            if (out->path.dim[k] != value->dim[k]) return MAS_ERR_BAD_SHAPE;
-    }
-    return MAS_OK;
-}
 
 /* Stride of an axis as far as addressing goes: a size-1 axis is never
  * stepped along. */
@@ -209,7 +180,7 @@ extern "C" int32_t mas_has_cuda(void) { return 1; }
 
 extern "C" size_t mas_hard_cuda_workspace_size(int64_t batch, int64_t tokens, int64_t frames,
                                                mas_dtype dtype) {
-    if (batch < 1 || tokens < 1 || frames < 1 || !is_value_dtype(dtype)) return 0;
+    if (batch < 1 || tokens < 1 || frames < 1 || !mas_is_float_dtype(dtype)) return 0;
     return hard_layout(batch, tokens, frames, dtype).total;
 }
 
@@ -217,7 +188,7 @@ extern "C" mas_status mas_hard_cuda(const mas_tensor3 *value, const int64_t *x_l
                                     const int64_t *y_len, const mas_hard_outputs *out,
                                     void *workspace, size_t workspace_size, void *stream,
                                     uint64_t *error_word) {
-    mas_status st = check_call(value, x_len, y_len, out);
+    mas_status st = mas_hard_check_call(value, x_len, y_len, out);
     if (st == MAS_OK && !workspace) st = MAS_ERR_NULL_POINTER;
     if (st != MAS_OK) return st;
     const int64_t B = value->dim[0], T = value->dim[1], S = value->dim[2];

@@ -130,11 +130,11 @@ mas_status check_common(mas_attention_kind kind, const mas_tensor3 *logits,
     if (!logits || !log_phi || !workspace) return MAS_ERR_NULL_POINTER;
     if (kind != MAS_ATTENTION_ONE_TO_MANY && kind != MAS_ATTENTION_MANY_TO_MANY)
         return MAS_ERR_BAD_ARGUMENT;
-    mas_status st = soft_check_tensor(logits, -1);
+    mas_status st = mas_check_tensor(logits, MAS_ANY_FLOAT);
     if (st != MAS_OK) return st;
-    st = soft_check_tensor(log_phi, soft_accum(logits->dtype));
+    st = mas_check_tensor(log_phi, mas_accum_dtype(logits->dtype));
     if (st != MAS_OK) return st;
-    if (!soft_same_dims(log_phi, logits)) return MAS_ERR_BAD_SHAPE;
+    if (!mas_same_dims(log_phi, logits)) return MAS_ERR_BAD_SHAPE;
     return MAS_OK;
 }
 
@@ -173,7 +173,7 @@ mas_status run_attention(mas_attention_kind kind, const mas_tensor3 *logits, con
 
 extern "C" size_t mas_attention_cuda_workspace_size(int64_t batch, int64_t n, int64_t m,
                                                     mas_dtype dtype) {
-    if (batch < 1 || n < 1 || m < 1 || !soft_is_float(dtype)) return 0;
+    if (batch < 1 || n < 1 || m < 1 || !mas_is_float_dtype(dtype)) return 0;
     return attn_workspace(batch);
 }
 
@@ -187,7 +187,7 @@ extern "C" mas_status mas_attention_forward_cuda(mas_attention_kind kind, const 
     if (workspace_size < attn_workspace(logits->dim[0])) return MAS_ERR_WORKSPACE_TOO_SMALL;
     unsigned char *ws = (unsigned char *)(((uintptr_t)workspace + 255) / 256 * 256);
     cudaStream_t s = (cudaStream_t)stream;
-    if (soft_accum(logits->dtype) == MAS_FLOAT64)
+    if (mas_accum_dtype(logits->dtype) == MAS_FLOAT64)
         return run_attention<double>(kind, logits, n_len, m_len, log_phi, nullptr, nullptr, ws, s,
                                      error_word);
     return run_attention<float>(kind, logits, n_len, m_len, log_phi, nullptr, nullptr, ws, s,
@@ -204,14 +204,14 @@ extern "C" mas_status mas_attention_backward_cuda(mas_attention_kind kind,
     mas_status st = check_common(kind, logits, log_phi, workspace);
     if (st != MAS_OK) return st;
     if (!grad_log_phi || !grad_logits) return MAS_ERR_NULL_POINTER;
-    if ((st = soft_check_tensor(grad_log_phi, -1)) != MAS_OK) return st;
-    if ((st = soft_check_tensor(grad_logits, soft_accum(logits->dtype))) != MAS_OK) return st;
-    if (!soft_same_dims(grad_log_phi, logits) || !soft_same_dims(grad_logits, logits))
+    if ((st = mas_check_tensor(grad_log_phi, MAS_ANY_FLOAT)) != MAS_OK) return st;
+    if ((st = mas_check_tensor(grad_logits, mas_accum_dtype(logits->dtype))) != MAS_OK) return st;
+    if (!mas_same_dims(grad_log_phi, logits) || !mas_same_dims(grad_logits, logits))
         return MAS_ERR_BAD_SHAPE;
     if (workspace_size < attn_workspace(logits->dim[0])) return MAS_ERR_WORKSPACE_TOO_SMALL;
     unsigned char *ws = (unsigned char *)(((uintptr_t)workspace + 255) / 256 * 256);
     cudaStream_t s = (cudaStream_t)stream;
-    if (soft_accum(logits->dtype) == MAS_FLOAT64)
+    if (mas_accum_dtype(logits->dtype) == MAS_FLOAT64)
         return run_attention<double>(kind, logits, n_len, m_len, log_phi, grad_log_phi,
                                      grad_logits, ws, s, error_word);
     return run_attention<float>(kind, logits, n_len, m_len, log_phi, grad_log_phi, grad_logits,

@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "common/checks.h"
 #include "cuda/hard_common.cuh"
 #include "mas.h"
 
@@ -71,27 +72,9 @@ __device__ __forceinline__ void report_error(uint64_t *word, int64_t item, int s
 
 /* ---- host-side checks ----------------------------------------------------- */
 
-static inline bool soft_is_float(int32_t d) {
-    return d == MAS_FLOAT32 || d == MAS_FLOAT64 || d == MAS_FLOAT16 || d == MAS_BFLOAT16;
-}
 
-static inline int32_t soft_accum(int32_t dtype) {
-    return dtype == MAS_FLOAT64 ? MAS_FLOAT64 : MAS_FLOAT32;
-}
 
-/* NULL data, a dtype that is not a float (or not `want` when want >= 0), or a
- * size < 1: the same rules, in the same order, as the CPU backend. */
-static inline mas_status soft_check_tensor(const mas_tensor3 *t, int32_t want) {
-    if (!t->data) return MAS_ERR_NULL_POINTER;
-    if (want >= 0 ? t->dtype != want : !soft_is_float(t->dtype)) return MAS_ERR_BAD_DTYPE;
-    for (int k = 0; k < 3; k++)
-        if (t->dim[k] < 1) return MAS_ERR_BAD_SHAPE;
-    return MAS_OK;
-}
 
-static inline bool soft_same_dims(const mas_tensor3 *a, const mas_tensor3 *b) {
-    return a->dim[0] == b->dim[0] && a->dim[1] == b->dim[1] && a->dim[2] == b->dim[2];
-}
 
 /* Stride of an axis as far as addressing goes: a size-1 axis is never
  * stepped along. */

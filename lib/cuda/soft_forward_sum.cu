@@ -171,8 +171,8 @@ mas_status run_forward_sum(const mas_tensor3 *value, const int64_t *x_len, const
 
 extern "C" size_t mas_forward_sum_cuda_workspace_size(int64_t batch, int64_t tokens,
                                                       int64_t frames, mas_dtype dtype) {
-    if (batch < 1 || tokens < 1 || frames < 1 || !soft_is_float(dtype)) return 0;
-    return fs_layout(batch, tokens, frames, soft_accum(dtype)).total;
+    if (batch < 1 || tokens < 1 || frames < 1 || !mas_is_float_dtype(dtype)) return 0;
+    return fs_layout(batch, tokens, frames, mas_accum_dtype(dtype)).total;
 }
 
 extern "C" mas_status mas_forward_sum_cuda(const mas_tensor3 *value, const int64_t *x_len,
@@ -184,13 +184,13 @@ extern "C" mas_status mas_forward_sum_cuda(const mas_tensor3 *value, const int64
     const mas_tensor3 *post = posterior && posterior->data ? posterior : nullptr;
     mas_status st = MAS_OK;
     if (!value || !x_len || !y_len || !workspace) st = MAS_ERR_NULL_POINTER;
-    else if ((st = soft_check_tensor(value, -1)) != MAS_OK) {
+    else if ((st = mas_check_tensor(value, MAS_ANY_FLOAT)) != MAS_OK) {
     } else if (!log_z && !post) st = MAS_ERR_BAD_ARGUMENT;
-    else if (post && (st = soft_check_tensor(post, soft_accum(value->dtype))) != MAS_OK) {
-    } else if (post && !soft_same_dims(post, value)) st = MAS_ERR_BAD_SHAPE;
+    else if (post && (st = mas_check_tensor(post, mas_accum_dtype(value->dtype))) != MAS_OK) {
+    } else if (post && !mas_same_dims(post, value)) st = MAS_ERR_BAD_SHAPE;
     if (st != MAS_OK) return st;
     const int64_t B = value->dim[0], T = value->dim[1], S = value->dim[2];
-    const int32_t accum = soft_accum(value->dtype);
+    const int32_t accum = mas_accum_dtype(value->dtype);
     const FsLayout L = fs_layout(B, T, S, accum);
     if (workspace_size < L.total) return MAS_ERR_WORKSPACE_TOO_SMALL;
     unsigned char *ws = (unsigned char *)(((uintptr_t)workspace + 255) / 256 * 256);

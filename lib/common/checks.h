@@ -1,0 +1,57 @@
+/* Argument checks shared by every entry point, CPU and CUDA, so that both
+ * backends reject the same calls with the same status, in the same order.
+ * Plain C, includable from CUDA sources. */
+#ifndef MAS_COMMON_CHECKS_H
+#define MAS_COMMON_CHECKS_H
+
+#include <stdint.h>
+
+#include "mas.h"
+
+#define MAS_ANY_FLOAT (-1) /* mas_check_tensor: any of the four value dtypes */
+#define MAS_ANY_DTYPE (-2) /* mas_check_tensor: any mas_dtype */
+
+static inline int mas_is_float_dtype(int32_t dtype) {
+    return dtype == MAS_FLOAT32 || dtype == MAS_FLOAT64 || dtype == MAS_FLOAT16 ||
+           dtype == MAS_BFLOAT16;
+}
+
+/* The arithmetic type of an input dtype: float64 stays, the rest is float32. */
+static inline int32_t mas_accum_dtype(int32_t dtype) {
+    return dtype == MAS_FLOAT64 ? MAS_FLOAT64 : MAS_FLOAT32;
+}
+
+/* NULL data; a dtype other than `want` (or than any float / any dtype); a
+ * size < 1. */
+static inline mas_status mas_check_tensor(const mas_tensor3 *t, int32_t want) {
+    if (!t->data) return MAS_ERR_NULL_POINTER;
+    if (want == MAS_ANY_DTYPE ? (t->dtype < 0 || t->dtype >= MAS_DTYPE_COUNT_)
+        : want == MAS_ANY_FLOAT ? !mas_is_float_dtype(t->dtype)
+                                : t->dtype != want)
+        return MAS_ERR_BAD_DTYPE;
+    for (int k = 0; k < 3; k++)
+        if (t->dim[k] < 1) return MAS_ERR_BAD_SHAPE;
+    return MAS_OK;
+}
+
+static inline int mas_same_dims(const mas_tensor3 *a, const mas_tensor3 *b) {
+    return a->dim[0] == b->dim[0] && a->dim[1] == b->dim[1] && a->dim[2] == b->dim[2];
+}
+
+/* Everything about a hard-MAS call that can be checked without its values. */
+static inline mas_status mas_hard_check_call(const mas_tensor3 *value, const int64_t *x_len,
+                                             const int64_t *y_len, const mas_hard_outputs *out) {
+    if (!value || !x_len || !y_len || !out) return MAS_ERR_NULL_POINTER;
+    mas_status st = mas_check_tensor(value, MAS_ANY_FLOAT);
+    if (st != MAS_OK) return st;
+    if (!out->path.data && !out->durations && !out->indices && !out->score)
+        return MAS_ERR_BAD_ARGUMENT;
+    if (out->path.data) {
+        st = mas_check_tensor(&out->path, MAS_ANY_DTYPE);
+        if (st != MAS_OK) return st;
+        if (!mas_same_dims(&out->path, value)) return MAS_ERR_BAD_SHAPE;
+    }
+    return MAS_OK;
+}
+
+#endif
