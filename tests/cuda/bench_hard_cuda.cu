@@ -18,14 +18,7 @@
 
 #include "mas.h"
 
-#define CUDA_OK(call)                                                                        \
-    do {                                                                                     \
-        cudaError_t e_ = (call);                                                             \
-        if (e_ != cudaSuccess) {                                                             \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-            exit(2);                                                                         \
-        }                                                                                    \
-    } while (0)
+#include "cuda_check.h"
 
 __global__ void fill_normal(float *x, size_t n, unsigned long long seed) {
     for (size_t k = blockIdx.x * (size_t)blockDim.x + threadIdx.x; k < n; k += (size_t)gridDim.x * blockDim.x) {

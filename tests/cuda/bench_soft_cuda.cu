@@ -27,14 +27,7 @@
  * item the sweeps aim for, 0 for the default. Used to compare shapes. */
 extern "C" int32_t mas_soft_cuda_target_threads_;
 
-#define CUDA_OK(call)                                                                        \
-    do {                                                                                     \
-        cudaError_t e_ = (call);                                                             \
-        if (e_ != cudaSuccess) {                                                             \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-            exit(2);                                                                         \
-        }                                                                                    \
-    } while (0)
+#include "cuda_check.h"
 #define MAS_OK_OR_DIE(call)                                                                  \
     do {                                                                                     \
         mas_status s_ = (call);                                                              \

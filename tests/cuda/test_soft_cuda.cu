@@ -40,14 +40,7 @@ static char g_case[256];
         }                                                                              \
     } while (0)
 
-#define CUDA_OK(call)                                                                  \
-    do {                                                                               \
-        cudaError_t e_ = (call);                                                       \
-        if (e_ != cudaSuccess) {                                                       \
-            printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__); \
-            exit(2);                                                                   \
-        }                                                                              \
-    } while (0)
+#include "cuda_check.h"
 
 static uint64_t g_rng;
 static uint64_t rng_next(void) {
