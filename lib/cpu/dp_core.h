@@ -4,7 +4,9 @@
  *   alpha[t][s] = PLUS( alpha[t-1][s]   (+) w_stay(t-1, s),
  *                       alpha[t-1][s-1] (+) w_move(t-1, s-1) )  (+)  c(t, s)
  * with alpha[-1][-1] = 0 (the virtual start) and alpha[-1][s] = -inf otherwise,
- * so alpha[0][0] = c(0,0) and alpha[t][s] = -inf for s > t.
+ * so alpha[0][0] = c(0,0) and alpha[t][s] = -inf for s > t: no path reaches
+ * those cells, so they are never read (in a skewed view they are not even
+ * memory) nor written.
  *
  * Parameters, not copies of code:
  *   - the semiring: PLUS is max (max-plus, hard MAS) or logaddexp (log-plus,
@@ -54,10 +56,6 @@ typedef struct dp_problem {
     /* Lower band: cells with s < t - band are outside (-inf, never read), as
      * in a skewed walk whose diagonal leaves the matrix. DP_NO_BAND: none. */
     int64_t band;
-    /* Upper cut: when set, cells with s > t are outside too (never read, and
-     * alpha_out is not written there). alpha is -inf there in any case; the
-     * cut matters for skewed views, where such cells lie outside the matrix. */
-    int32_t clip_above;
     /* 1 when every cell with s < n_states, t < n_steps may be read (a plain
      * rectangle such as hard MAS's), so tiles cut by the band or the diagonal
      * are read whole and the cut cells padded afterwards; 0 for views where
@@ -69,7 +67,7 @@ typedef struct dp_problem {
      * NULL when not wanted. */
     uint8_t *decisions;
     /* Optional: alpha[t][s] written here (accumulator type) for every cell
-     * inside the band (and, with clip_above, s <= t); other cells untouched. */
+     * inside the band with s <= t; other cells untouched. */
     void *alpha_out;
     int64_t alpha_stride_state, alpha_stride_step;
 } dp_problem;

@@ -121,10 +121,10 @@ static int64_t store_rows_f32_fast(const float *hist, int64_t lanes, int64_t ste
 #endif
 
 /* dst[k*DP_W + l] = view(t0+k, s0+l) for l < lanes, k < steps; cells past the
- * lanes, below the band (s < t - band) or, with clip, above the diagonal
+ * lanes, below the band (s < t - band) or above the diagonal
  * (s > t) get `pad`. */
 static void fill_tile(const dp_view *v, int64_t s0, int64_t lanes, int64_t t0,
-                      int64_t steps, int64_t band, int clip, int readable, DP_REAL pad,
+                      int64_t steps, int64_t band, int readable, DP_REAL pad,
                       DP_REAL *dst) {
 #define FILL_ROWS(TYPE, CONVERT)                                                  \
     for (int64_t l = 0; l < lanes; l++) {                                        \
@@ -132,7 +132,7 @@ static void fill_tile(const dp_view *v, int64_t s0, int64_t lanes, int64_t t0,
                           t0 * v->stride_step;                                   \
         int64_t last = s0 + l + band - t0; /* last step inside the band */       \
         int64_t n = last + 1 < steps ? (last + 1 > 0 ? last + 1 : 0) : steps;    \
-        int64_t above = clip && s0 + l > t0 ? s0 + l - t0 : 0; /* steps with s > t */ \
+        int64_t above = s0 + l > t0 ? s0 + l - t0 : 0; /* steps with s > t */ \
         int64_t k = 0;                                                           \
         for (; k < above && k < steps; k++) dst[k * DP_W + l] = pad;             \
         for (; k < n; k++) dst[k * DP_W + l] = (DP_REAL)CONVERT(row[k * v->stride_step]); \
@@ -140,8 +140,8 @@ static void fill_tile(const dp_view *v, int64_t s0, int64_t lanes, int64_t t0,
     }
 #define AS_IS(x) (x)
     int64_t first = 0;
-    /* the band (and the clip) cut no cell of the tile */
-    int no_cut = s0 + band - t0 >= steps - 1 && (!clip || s0 + lanes - 1 <= t0);
+    /* neither the band nor the diagonal cuts a cell of the tile */
+    int no_cut = s0 + band - t0 >= steps - 1 && s0 + lanes - 1 <= t0;
     /* A cut tile of a plain rectangle is still inside the lengths: read it
      * whole the fast way, then pad the cut cells (below). */
     int whole = no_cut || readable;
@@ -173,7 +173,7 @@ static void fill_tile(const dp_view *v, int64_t s0, int64_t lanes, int64_t t0,
         dst -= first;
         s0 -= first;
         for (int64_t l = 0; l < first; l++) {
-            int64_t above = clip && s0 + l > t0 ? s0 + l - t0 : 0;
+            int64_t above = s0 + l > t0 ? s0 + l - t0 : 0;
             int64_t last = s0 + l + band - t0;
             for (int64_t k = 0; k < above && k < steps; k++) dst[k * DP_W + l] = pad;
             for (int64_t k = last + 1 > 0 ? last + 1 : 0; k < steps; k++) dst[k * DP_W + l] = pad;
@@ -251,13 +251,13 @@ DP_ALWAYS_INLINE uint64_t sweep_tile(const dp_problem *p, const int semiring,
                                      DP_REAL *hist, int64_t out_lane) {
     int64_t lanes = p->n_states - s0 < DP_W ? p->n_states - s0 : DP_W;
     if (p->cell.base) {
-        fill_tile(&p->cell, s0, lanes, t0, steps, p->band, p->clip_above, p->readable,
+        fill_tile(&p->cell, s0, lanes, t0, steps, p->band, p->readable,
                   -INFINITY, cells);
     } else {
         for (int64_t k = 0; k < steps; k++)
             for (int64_t l = 0; l < DP_W; l++) {
                 int inside = l < lanes && s0 + l >= t0 + k - p->band &&
-                             (!p->clip_above || s0 + l <= t0 + k);
+                             s0 + l <= t0 + k;
                 cells[k * DP_W + l] = inside ? 0 : -INFINITY;
             }
     }
@@ -269,7 +269,7 @@ DP_ALWAYS_INLINE uint64_t sweep_tile(const dp_problem *p, const int semiring,
         for (int64_t k = 0; k < first * DP_W; k++) wstay[k] = 0;
         if (steps > first)
             fill_tile(&p->logits, s0, lanes, t0 - 1 + first, steps - first, p->band,
-                      p->clip_above, p->readable, 0,
+                      p->readable, 0,
                       wstay + first * DP_W);
 #if DP_REAL_IS_DOUBLE
         for (int64_t k = 0; k < steps * DP_W; k++) {
@@ -333,16 +333,16 @@ DP_ALWAYS_INLINE uint64_t sweep_tile(const dp_problem *p, const int semiring,
         int64_t l = 0;
 #if defined(__AVX512F__) && !DP_REAL_IS_DOUBLE
         /* a tile with every cell inside: whole rows through registers */
-        int full = s0 + p->band - t0 >= steps - 1 && (!p->clip_above || s0 + lanes - 1 <= t0);
+        int full = s0 + p->band - t0 >= steps - 1 && s0 + lanes - 1 <= t0;
         if (full && p->alpha_stride_step == 1)
             l = store_rows_f32_fast(hist, lanes, steps,
                                     out + s0 * p->alpha_stride_state + t0, p->alpha_stride_state);
 #endif
         for (; l < lanes; l++) {
-            /* inside the band (and the clip) only: a skewed view has no
+            /* inside the band and on or below the diagonal only: a skewed view has no
              * cells elsewhere */
             int64_t s = s0 + l;
-            int64_t k = p->clip_above && s > t0 ? s - t0 : 0;
+            int64_t k = s > t0 ? s - t0 : 0;
             int64_t end = s + p->band - t0 + 1 < steps ? s + p->band - t0 + 1 : steps;
             for (; k < end; k++)
                 out[s * p->alpha_stride_state + (t0 + k) * p->alpha_stride_step] =

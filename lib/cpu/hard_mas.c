@@ -116,7 +116,6 @@ static dp_problem problem_for(const hard_call *c, int64_t b, uint8_t *decisions)
     /* Only cells on some monotonic path from (0,0) to (X-1,Y-1) are read:
      * j - (Y - X) <= i <= j. No other cell can change any output. */
     p.band = p.n_steps - p.n_states;
-    p.clip_above = 1;
     p.readable = 1;
     p.decisions = decisions;
     return p;

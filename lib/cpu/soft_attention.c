@@ -8,7 +8,7 @@
  *     (i, d - i): stride_step = stride_j, stride_state = stride_i - stride_j.
  *     A move right keeps i ("stay", log sigmoid(x[i,j-1])), a move down
  *     advances it (log sigmoid(-x[i-1,j])). j < m is the band d - i <= m - 1,
- *     and j >= 0 the clip i <= d (cells above it lie outside the matrix).
+ *     and j >= 0 the diagonal i <= d, which the core never crosses.
  *
  * The backward pass is the shared adjoint sweep (soft_adjoint.h) over the
  * same views. */
@@ -131,7 +131,6 @@ static void forward_item(void *ctx, int64_t b, int32_t rank) {
         p.accum = c->accum;
         p.logits = walk_view(&it, c->logits, b);
         p.band = it.band;
-        p.clip_above = 1;
         dp_view out = walk_view(&it, c->log_phi, b);
         p.alpha_out = (void *)out.base;
         p.alpha_stride_state = out.stride_state;

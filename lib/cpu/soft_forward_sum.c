@@ -177,7 +177,6 @@ static dp_problem problem_for(const fs_call *c, int64_t b) {
     p.band = Y - X;
     /* cells above the diagonal (i > j) are off the band: never read;
      * every cell of the X x Y rectangle is memory, though */
-    p.clip_above = 1;
     p.readable = 1;
     return p;
 }
