@@ -34,8 +34,10 @@
  *   Ties stay on the same token. score = Q(X-1, Y-1).
  * The band: only cells that some monotonic path from (0,0) to (X-1,Y-1)
  *   crosses, j - (Y - X) <= i <= j, can change any output. Only those are
- *   read, and a NaN or +inf among them is an error; other cells inside the
- *   lengths are ignored (they are never read).
+ *   checked, and a NaN or +inf among them is an error; other cells inside
+ *   the lengths are ignored (whatever they hold, they change no output; the
+ *   CUDA backend may load some of them together with band neighbours).
+ *   Nothing outside the lengths is ever read.
  */
 #ifndef MAS_H
 #define MAS_H

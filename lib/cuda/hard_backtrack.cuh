@@ -7,7 +7,8 @@
  * registers on a one-hot mask m of the current token:
  *   m' = (m & ~w) | ((m & w) >> 1)
  * (three dependent integer operations a frame, no branch). The words of the
- * next window are loaded before the walk, for the 96 tokens it can start in.
+ * window after next are loaded before the walk (the 4 groups it can need),
+ * so each load has two walks to arrive.
  * The rules that do not come from the bits are folded into the words first:
  * a token equal to its frame must move, token 0 never moves.
  *
@@ -26,7 +27,7 @@ struct BacktrackArgs {
     int64_t B, T, S, groups;
     const int64_t *x_len, *y_len;
     const uint32_t *bits;
-    const int *item_flag;
+    const int *group_flag;
     const double *final_score;
     int32_t *frame_token, *run_begin, *run_end;
     int32_t *durations;
@@ -56,7 +57,9 @@ __global__ void __launch_bounds__(128) hard_backtrack(BacktrackArgs a) {
     int status = length_status(X, Y, T, S);
     double final_score = 0;
     if (status == MAS_OK) {
-        if (a.item_flag[b]) {
+        int bad = 0;
+        for (int64_t g = lane; g < (X + 31) / 32; g += 32) bad |= a.group_flag[b * a.groups + g];
+        if (__any_sync(kFullMask, bad)) {
             status = MAS_ERR_NONFINITE_VALUE;
         } else {
             final_score = a.final_score[b];
@@ -103,13 +106,21 @@ __global__ void __launch_bounds__(128) hard_backtrack(BacktrackArgs a) {
     int64_t g1 = floor_div32(top - 31);
     uint32_t lo = decision_word(item_bits, S, live, g1, j - lane);
     uint32_t hi = decision_word(item_bits, S, live, g1 + 1, j - lane);
+    /* The next window starts at a token in [top-32, top]: its words lie in
+     * the 3 groups from h1; kept in c1 (4 slots, the layout of c2). */
+    int64_t h1 = floor_div32(top - 63);
+    uint32_t c1[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) c1[k] = decision_word(item_bits, S, live, h1 + k, j - 32 - lane);
     while (j >= 0) {
-        /* Next window's candidates: it starts at a token in [top-32, top]. */
-        const int64_t g0 = floor_div32(top - 63);
+        /* Loads two windows ahead, so that an L2 round trip overlaps two
+         * walks: that window starts at a token in [top-64, top], so its
+         * words lie in the 4 groups from h2. */
+        const int64_t h2 = floor_div32(top - 95);
         const int64_t jn = j - 32;
-        uint32_t n0 = decision_word(item_bits, S, live, g0, jn - lane);
-        uint32_t n1 = decision_word(item_bits, S, live, g0 + 1, jn - lane);
-        uint32_t n2 = decision_word(item_bits, S, live, g0 + 2, jn - lane);
+        uint32_t c2[4];
+#pragma unroll
+        for (int k = 0; k < 4; ++k) c2[k] = decision_word(item_bits, S, live, h2 + k, jn - 32 - lane);
 
         /* Lane k's word: tokens [tb, tb+31] at frame j-k, rules folded in. */
         const int64_t tb = top - 31;
@@ -143,10 +154,13 @@ __global__ void __launch_bounds__(128) hard_backtrack(BacktrackArgs a) {
         }
         top = end_token;
         j = jn;
-        const int64_t g1n = floor_div32(top - 31);
-        lo = g1n == g0 ? n0 : n1;
-        hi = g1n == g0 ? n1 : n2;
-        g1 = g1n;
+        g1 = floor_div32(top - 31);
+        const int64_t d = g1 - h1; /* 0, 1 or 2 */
+        lo = d == 0 ? c1[0] : d == 1 ? c1[1] : c1[2];
+        hi = d == 0 ? c1[1] : d == 1 ? c1[2] : c1[3];
+        h1 = h2;
+#pragma unroll
+        for (int k = 0; k < 4; ++k) c1[k] = c2[k];
     }
     __syncwarp();
     for (int64_t i = lane; i < T; i += 32) {

@@ -23,13 +23,53 @@ constexpr int kStages = 3;
  * producer writes chunk c+1 while the consumer reads chunks c and c-1. */
 constexpr int kSmemRingChunks = 3;
 /* Frames in the global ring between the last warp of one block and the first
- * warp of the next block of the same item. */
-constexpr int kGlobalRingFrames = 256;
+ * warp of the next block of the same item: far more than the consumer lags,
+ * so the producer almost never waits for it. */
+constexpr int kGlobalRingFrames = 1024;
+/* The consumer reports its progress to the producer every this many chunks. */
+constexpr int kProgressChunks = 8;
 /* Every block takes at least this many tokens of an item, which bounds the
  * number of block boundaries (and so the global rings) per item. */
 constexpr int64_t kMinSlabTokens = 128;
 /* One flag per 128-byte line. */
 constexpr int kFlagStride = 32;
+
+/* A global-ring entry: the boundary score of one frame, tagged with the lap
+ * of the ring that wrote it, in 64-bit words that are each stored and loaded
+ * whole. A consumer that sees the tag it expects has the value: no flag, no
+ * fence, no second round trip. float: one word (tag, bits); double: two
+ * (tag, low half) and (tag, high half). */
+template <typename TA> struct RingWords { static constexpr int N = sizeof(TA) / 4; };
+
+__device__ __forceinline__ void ring_put(volatile unsigned long long *slot, float v, unsigned tag) {
+    slot[0] = ((unsigned long long)tag << 32) | __float_as_uint(v);
+}
+__device__ __forceinline__ void ring_put(volatile unsigned long long *slot, double v, unsigned tag) {
+    const unsigned long long bits = (unsigned long long)__double_as_longlong(v);
+    slot[0] = ((unsigned long long)tag << 32) | (bits & 0xffffffffull);
+    slot[1] = ((unsigned long long)tag << 32) | (bits >> 32);
+}
+template <int N> __device__ __forceinline__ bool ring_tag_ok(const unsigned long long (&w)[N], unsigned tag) {
+    bool ok = true;
+#pragma unroll
+    for (int k = 0; k < N; ++k) ok = ok && (unsigned)(w[k] >> 32) == tag;
+    return ok;
+}
+__device__ __forceinline__ float ring_value(const unsigned long long (&w)[1], float) {
+    return __uint_as_float((unsigned)w[0]);
+}
+__device__ __forceinline__ double ring_value(const unsigned long long (&w)[2], double) {
+    return __longlong_as_double((long long)((w[0] & 0xffffffffull) | (w[1] << 32)));
+}
+
+__device__ __forceinline__ void store_release(int *p, int v) {
+    asm volatile("st.release.gpu.global.s32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ int load_acquire(const int *p) {
+    int v;
+    asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
 
 template <typename TV> struct AccOf { using type = float; };
 template <> struct AccOf<double> { using type = double; };
@@ -84,9 +124,9 @@ struct HardLayout {
     int64_t groups;      /* G = ceil(T/32): decision words per frame */
     int64_t max_slabs;   /* upper bound on blocks per item */
     size_t bits;         /* uint32 [B][G][S]: bit i%32 of word (i/32, j) */
-    size_t ring;         /* accum [B][max_slabs][kGlobalRingFrames] */
-    size_t flags;        /* int [B][max_slabs][2][kFlagStride] + ticket line */
-    size_t item_flag;    /* int [B]: 1 when a NaN/+inf cell was seen */
+    size_t ring;         /* tagged entries [B][max_slabs][kGlobalRingFrames] */
+    size_t flags;        /* int [B][max_slabs][kFlagStride] + ticket line */
+    size_t group_flag;   /* int [B][G]: 1 when a NaN/+inf band cell of group g was seen */
     size_t final_score;  /* double [B]: Q(X-1, Y-1) */
     size_t frame_token;  /* int32 [B][S]: the path's token at each frame, -1 past y_len */
     size_t run_begin;    /* int32 [B][T]: first frame of token i's run */
@@ -105,11 +145,11 @@ static inline HardLayout hard_layout(int64_t B, int64_t T, int64_t S, mas_dtype 
     L.bits = at;
     at += align256((size_t)B * (size_t)L.groups * (size_t)S * 4);
     L.ring = at;
-    at += align256((size_t)B * (size_t)L.max_slabs * kGlobalRingFrames * acc);
+    at += align256((size_t)B * (size_t)L.max_slabs * kGlobalRingFrames * acc * 2);
     L.flags = at;
-    at += align256(((size_t)B * (size_t)L.max_slabs * 2 + 1) * kFlagStride * sizeof(int));
-    L.item_flag = at;
-    at += align256((size_t)B * sizeof(int));
+    at += align256(((size_t)B * (size_t)L.max_slabs + 1) * kFlagStride * sizeof(int));
+    L.group_flag = at;
+    at += align256((size_t)B * (size_t)L.groups * sizeof(int));
     L.final_score = at;
     at += align256((size_t)B * sizeof(double));
     L.frame_token = at;

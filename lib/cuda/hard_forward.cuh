@@ -9,8 +9,9 @@
  * the warp below: inside a block the warps run in lockstep, warp w one chunk
  * behind warp w-1, handing the boundary over through a shared-memory ring
  * ordered by the block barrier of each step; between the blocks of one item
- * it goes through a global ring with flags, fetched one chunk ahead so that
- * its L2 round trip stays off the critical path.
+ * it goes through a global ring of entries tagged with their lap (no flags,
+ * no fences), loaded one chunk ahead so that the L2 round trip stays off the
+ * critical path.
  *
  * Loads of the value tile of chunk c+kStages-1 are in flight (cp.async) while
  * chunk c is computed: the loads never depend on the recurrence.
@@ -39,10 +40,11 @@ struct ForwardArgs {
     uint32_t *bits;
     int64_t groups;
     unsigned char *ring;
+    size_t ring_clear_bytes; /* rings + flags + ticket: cleared when slabs > 1 */
     int64_t max_slabs;
-    int *flags;
+    int *flags;         /* per ring: frames its consumer has read */
     unsigned *ticket;
-    int *item_flag;
+    int *group_flag;    /* [B][groups], every live group written */
     double *final_score;
     int slabs;          /* blocks per item */
     int warps;          /* warps per block */
@@ -87,9 +89,14 @@ __host__ __device__ __forceinline__ bool chunk_inside_band(int64_t base, int row
 
 /* Copies the cells of chunk [j0, j0+kChunk) x tokens [base, base+ROWS) that
  * lie in the band (tokens [j - width, j] at frame j, width = Y - X) into the
- * tile. Nothing outside the band is read; those tile cells keep stale data
- * and the sweep masks them. inside (chunk_inside_band): every piece of a
- * token < x_len is whole and in the band, so no per-piece band arithmetic. */
+ * tile. A 16-byte piece that meets the band and lies wholly inside the
+ * lengths is copied whole, asynchronously, off-band cells included (they
+ * change nothing: the sweep counts cells below the band as -inf, checks only
+ * band cells for NaN/+inf, and scores above the band reach no band cell); a
+ * piece that crosses a length edge is copied cell by cell, band cells only.
+ * Nothing outside the lengths is read. Tile cells not copied keep stale data.
+ * inside (chunk_inside_band): every piece of a token < x_len is whole and in
+ * the band, so no per-piece band arithmetic. */
 template <typename TV, int K, int MODE>
 __host__ __device__ __forceinline__ void load_tile(unsigned char *tile, const ForwardArgs &a,
                                                    const TV *item, int64_t base, int64_t j0,
@@ -115,7 +122,7 @@ __host__ __device__ __forceinline__ void load_tile(unsigned char *tile, const Fo
             if (tok >= X || f0 > hi || f0 + G::EPC - 1 < lo) continue;
             const TV *src = item + tok * a.s1 + f0;
             unsigned char *dst = tile + r * G::ROW_BYTES + ((c ^ swizzle<G>(r, K)) << 4);
-            if (f0 >= lo && f0 + G::EPC - 1 <= hi) {
+            if (f0 + G::EPC <= Y) {
                 copy16_async(dst, src);
             } else {
                 for (int e = 0; e < G::EPC; ++e)
@@ -146,7 +153,7 @@ __host__ __device__ __forceinline__ void load_tile(unsigned char *tile, const Fo
             if (fr >= Y || t0 > hi || t0 + G::EPC - 1 < lo) continue;
             const TV *src = item + fr * a.s2 + t0;
             unsigned char *dst = tile + f * G::ROW_BYTES + (c << 4);
-            if (t0 >= lo && t0 + G::EPC - 1 <= hi) {
+            if (t0 + G::EPC <= X) {
                 copy16_async(dst, src);
             } else {
                 for (int e = 0; e < G::EPC; ++e)
@@ -298,7 +305,11 @@ __device__ __forceinline__ void sweep_chunk(const unsigned char *tile, int lane,
             } else {
                 guard[k] = guard_max(guard[k], cell);
             }
-            q[k] = (advance ? move : stay) + cell;
+            /* max, not advance ? move : stay: the same value (scores are
+             * never -0, and NaN only where the guard already flags the
+             * item), one instruction shorter on the chain from frame to
+             * frame; the compare only feeds the ballot. */
+            q[k] = fmax(stay, move) + cell;
             uint32_t word = __ballot_sync(kFullMask, advance);
             ballots[k] = mine ? word : ballots[k];
         }
@@ -318,7 +329,8 @@ __global__ void __launch_bounds__(512) hard_forward(ForwardArgs a) {
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, W = a.warps;
     unsigned char *tiles = smem + (size_t)w * kStages * G::BYTES;
     TA *rings = (TA *)(smem + (size_t)W * kStages * G::BYTES);
-    if (threadIdx.x == 0) s_ticket = atomicAdd(a.ticket, 1u) - a.ticket0;
+    /* One block an item: no block waits on another, any order will do. */
+    if (threadIdx.x == 0) s_ticket = a.slabs == 1 ? blockIdx.x : atomicAdd(a.ticket, 1u) - a.ticket0;
     __syncthreads();
     const unsigned ticket = s_ticket;
     const int64_t b = a.item0 + ticket / (unsigned)a.slabs;
@@ -331,50 +343,64 @@ __global__ void __launch_bounds__(512) hard_forward(ForwardArgs a) {
 
     /* Where the score of token base-1 comes from and where that of token
      * base+ROWS-1 goes: the neighbour warp's shared ring (ordered by the
-     * block barrier of each step), or a global ring with flags between the
-     * blocks of one item. */
+     * block barrier of each step), or a global ring of tagged entries
+     * between the blocks of one item (hard_common.cuh, ring_put). */
     const TA *in_smem = w > 0 ? rings + (w - 1) * kRing : nullptr;
     TA *out_smem = w + 1 < W && base + G::ROWS < X ? rings + w * kRing : nullptr;
-    volatile TA *in_global = nullptr, *out_global = nullptr;
-    volatile int *in_prod = nullptr, *in_cons = nullptr, *out_prod = nullptr, *out_cons = nullptr;
+    constexpr int RW = RingWords<TA>::N;
+    typedef unsigned long long ull;
+    const volatile ull *in_global = nullptr;
+    volatile ull *out_global = nullptr;
+    int *in_progress = nullptr;       /* frames this consumer has read */
+    const int *out_progress = nullptr; /* frames our consumer has read */
     if (w == 0 && slab > 0) {
         size_t line = (size_t)b * a.max_slabs + (slab - 1);
-        in_global = (TA *)a.ring + line * kGlobalRingFrames;
-        in_prod = a.flags + line * 2 * kFlagStride;
-        in_cons = in_prod + kFlagStride;
+        in_global = (const volatile ull *)a.ring + line * kGlobalRingFrames * RW;
+        in_progress = a.flags + line * kFlagStride;
     }
     if (w + 1 == W && base + G::ROWS < X) {
         size_t line = (size_t)b * a.max_slabs + slab;
-        out_global = (TA *)a.ring + line * kGlobalRingFrames;
-        out_prod = a.flags + line * 2 * kFlagStride;
-        out_cons = out_prod + kFlagStride;
+        out_global = (volatile ull *)a.ring + line * kGlobalRingFrames * RW;
+        out_progress = a.flags + line * kFlagStride;
     }
     const bool virtual_start = base == 0; /* lane 0 holds token 0 */
     const int64_t width = Y - X;          /* the band: token in [frame - width, frame] */
-    constexpr int out_ring_chunks = kGlobalRingFrames / kChunk;
     const int64_t nch = (Y + kChunk - 1) / kChunk;
-    int seen_prod = 0, seen_cons = 0;
+    int64_t seen_progress = 0;
 
-    /* Boundary value for frame j0+lane of chunk c: the score of token base-1
-     * at frame j0+lane-1 (the virtual start, 0, before token 0's first
-     * frame). */
-    auto boundary_of = [&](int64_t c) -> TA {
-        const int64_t j0 = c * kChunk;
-        const int64_t jj = j0 + lane - 1;
-        const bool real = jj >= 0 && j0 + lane < Y;
-        if (in_smem) return real ? in_smem[jj % kRing] : neg_inf<TA>();
-        if (!in_global) return (virtual_start && jj == -1) ? (TA)0 : neg_inf<TA>();
-        if (seen_prod < (int)c + 1) {
-            int seen = 0;
-            if (lane == 0) {
-                do {
-                    seen = *in_prod;
-                } while (seen < (int)c + 1);
-            }
-            seen_prod = __shfl_sync(kFullMask, seen, 0);
-            __threadfence();
+    /* The boundary of chunk c: lane l needs the score of token base-1 at
+     * frame j0+l-1 (the virtual start, 0, before token 0's first frame). A
+     * global boundary is loaded one chunk ahead (issue) and checked when
+     * its chunk comes (settle): the L2 round trip overlaps a chunk. */
+    auto frame_real = [&](int64_t c) {
+        const int64_t jj = c * kChunk + lane - 1;
+        return jj >= 0 && jj + 1 < Y;
+    };
+    auto ring_tag = [&](int64_t frame) { return (unsigned)(frame / kGlobalRingFrames) + 1u; };
+    auto issue = [&](int64_t c, ull (&raw)[RW]) {
+        const int64_t jj = c * kChunk + lane - 1;
+        if (frame_real(c)) {
+            const volatile ull *slot = in_global + (jj % kGlobalRingFrames) * RW;
+#pragma unroll
+            for (int k = 0; k < RW; ++k) raw[k] = slot[k];
         }
-        return real ? in_global[jj % kGlobalRingFrames] : neg_inf<TA>();
+    };
+    auto settle = [&](int64_t c, ull (&raw)[RW]) -> TA {
+        const int64_t jj = c * kChunk + lane - 1;
+        const bool real = frame_real(c);
+        bool ok = !real || ring_tag_ok<RW>(raw, ring_tag(jj));
+        while (!__all_sync(kFullMask, ok)) { /* the producer is behind: wait */
+            if (!ok) {
+                issue(c, raw);
+                ok = ring_tag_ok<RW>(raw, ring_tag(jj));
+            }
+        }
+        return real ? ring_value(raw, TA()) : neg_inf<TA>();
+    };
+    auto boundary_local = [&](int64_t c) -> TA {
+        const int64_t jj = c * kChunk + lane - 1;
+        if (in_smem) return frame_real(c) ? in_smem[jj % kRing] : neg_inf<TA>();
+        return (virtual_start && jj == -1) ? (TA)0 : neg_inf<TA>();
     };
 
     if (active) {
@@ -396,9 +422,10 @@ __global__ void __launch_bounds__(512) hard_forward(ForwardArgs a) {
     const int64_t first_group = base / 32;
     const int64_t live_groups = (X + 31) / 32;
     uint32_t *item_bits = a.bits + (size_t)b * a.groups * a.S;
-    /* Global boundaries are fetched a chunk ahead: an L2 round trip. */
-    TA next_boundary = neg_inf<TA>();
-    if (active && in_global) next_boundary = boundary_of(0);
+    ull pending[RW];
+#pragma unroll
+    for (int k = 0; k < RW; ++k) pending[k] = 0;
+    if (active && in_global) issue(0, pending);
 
     /* Step st: warp w sweeps chunk st-w, so warp w-1 wrote the ring values
      * warp w reads one barrier earlier. */
@@ -408,17 +435,24 @@ __global__ void __launch_bounds__(512) hard_forward(ForwardArgs a) {
         if (active && c >= 0 && c < nch) {
             const int64_t j0 = c * kChunk;
             const int nf = (int)(Y - j0 < kChunk ? Y - j0 : kChunk);
-            if (c + kStages - 1 < nch)
+            /* A chunk wholly below the band (every token after every frame)
+             * holds -inf scores and no decision: nothing to load or sweep. */
+            const bool below_band = base > j0 + nf - 1;
+            const int64_t jl = j0 + (kStages - 1) * kChunk;
+            if (c + kStages - 1 < nch && base <= jl + kChunk - 1)
                 load_tile<TV, K, MODE>(tiles + ((c + kStages - 1) % kStages) * G::BYTES, a, item, base,
-                                       j0 + (kStages - 1) * kChunk, X, Y, lane,
-                                       chunk_inside_band(base, G::ROWS, j0 + (kStages - 1) * kChunk, X, Y));
+                                       jl, X, Y, lane, chunk_inside_band(base, G::ROWS, jl, X, Y));
             async_commit();
-            TA boundary;
+            TA boundary = neg_inf<TA>();
             if (in_global) {
-                boundary = next_boundary;
-                if (c + 1 < nch) next_boundary = boundary_of(c + 1);
+                if (!below_band) boundary = settle(c, pending);
+                /* Frames before j0+nf-1 are read: tell the producer now and
+                 * then (a release, so these reads precede its overwrite). */
+                if (lane == 0 && (c % kProgressChunks == kProgressChunks - 1 || c + 1 == nch))
+                    store_release(in_progress, (int)(j0 + nf - 1));
+                if (c + 1 < nch) issue(c + 1, pending);
             } else {
-                boundary = boundary_of(c);
+                boundary = boundary_local(c);
             }
             async_wait<kStages - 1>();
             __syncwarp();
@@ -435,7 +469,9 @@ __global__ void __launch_bounds__(512) hard_forward(ForwardArgs a) {
             const int64_t lead64 = base + K * lane - j0;
             const int lead = (int)(lead64 > (1 << 30) ? (1 << 30) : (lead64 < -(1 << 30) ? -(1 << 30) : lead64));
             const int wid = (int)(width > (1 << 30) ? (1 << 30) : width);
-            if (nf == kChunk && inside)
+            if (below_band)
+                ;
+            else if (nf == kChunk && inside)
                 sweep_chunk<TV, K, MODE, true, false>(tile, lane, kChunk, lead, wid, boundary, q, guard,
                                                       ballots, top);
             else if (nf == kChunk)
@@ -452,29 +488,23 @@ __global__ void __launch_bounds__(512) hard_forward(ForwardArgs a) {
                     if (g < live_groups) item_bits[g * a.S + j0 + lane] = token_order_word<K>(ballots, m);
                 }
             }
-            if (in_global) {
-                /* Chunks before c are no longer read (c's last frame is
-                 * read by the boundary of chunk c+1). */
-                __syncwarp();
-                if (lane == 0) *in_cons = (int)c;
-            }
             if (out_smem && lane < nf) out_smem[(j0 + lane) % kRing] = top;
             if (out_global) {
-                const int need = (int)c + 1 - out_ring_chunks;
-                if (seen_cons < need) {
+                /* Slot reuse: the frames of the previous lap in these slots
+                 * must have been read (rarely waits: the ring is far longer
+                 * than the consumer's lag). */
+                const int64_t need = j0 + kChunk - kGlobalRingFrames;
+                if (seen_progress < need) {
                     int seen = 0;
                     if (lane == 0) {
                         do {
-                            seen = *out_cons;
+                            seen = load_acquire(out_progress);
                         } while (seen < need);
                     }
-                    seen_cons = __shfl_sync(kFullMask, seen, 0);
-                    __threadfence();
+                    seen_progress = __shfl_sync(kFullMask, seen, 0);
                 }
-                if (lane < nf) out_global[(j0 + lane) % kGlobalRingFrames] = top;
-                __threadfence();
-                __syncwarp();
-                if (lane == 0) *out_prod = (int)c + 1;
+                if (lane < nf) ring_put(out_global + ((j0 + lane) % kGlobalRingFrames) * RW, top,
+                                       ring_tag(j0 + lane));
             }
         }
         __syncthreads();
@@ -488,7 +518,9 @@ __global__ void __launch_bounds__(512) hard_forward(ForwardArgs a) {
         if (tok < X) any_bad |= !(guard[k] < pos_inf<TA>()); /* band cells only */
         if (tok == X - 1) a.final_score[b] = (double)q[k];
     }
-    if (__any_sync(kFullMask, any_bad) && lane == 0) atomicOr(&a.item_flag[b], 1);
+    /* Written whatever it holds, so the flags need no clearing per call. */
+    const int bad = __any_sync(kFullMask, any_bad) ? 1 : 0;
+    if (lane < K && first_group + lane < live_groups) a.group_flag[(size_t)b * a.groups + first_group + lane] = bad;
 }
 
 } // namespace mas_cuda

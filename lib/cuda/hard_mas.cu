@@ -1,6 +1,7 @@
 /* Hard MAS on CUDA: host entry points. Checks what the host can check,
  * plans the launch from the shape and the device, and enqueues on the
- * caller's stream: a memset of the flags, the forward sweep (hard_forward),
+ * caller's stream: the forward sweep (hard_forward; a memset of its rings
+ * and flags first when an item spans several blocks),
  * the backtrack (hard_backtrack) and, when wanted, the dense path
  * (hard_path). No synchronisation and no allocation, so the call can be
  * captured into a CUDA graph; value-dependent errors go to the device error
@@ -101,6 +102,12 @@ mas_status launch_forward(ForwardArgs args, int64_t B, const Device &dev, cudaSt
     const int64_t per_launch = plan.slabs == 1 ? B : resident / plan.slabs;
     args.slabs = plan.slabs;
     args.warps = plan.warps;
+    /* Items over several blocks: the global rings start with no valid tag
+     * (hard_common.cuh, ring_put), the progress flags and the ticket
+     * counter at zero (ring, then flags: one region). */
+    if (plan.slabs > 1 &&
+        cudaMemsetAsync(args.ring, 0, args.ring_clear_bytes, stream) != cudaSuccess)
+        return MAS_ERR_CUDA;
     for (int64_t first = 0; first < B; first += per_launch) {
         int64_t n = B - first < per_launch ? B - first : per_launch;
         args.item0 = first;
@@ -201,9 +208,6 @@ extern "C" mas_status mas_hard_cuda(const mas_tensor3 *value, const int64_t *x_l
     cudaStream_t s = (cudaStream_t)stream;
     unsigned char *ws = (unsigned char *)(((uintptr_t)workspace + 255) / 256 * 256);
 
-    /* Flags, the ticket counter and the per-item NaN flags start at zero. */
-    if (cudaMemsetAsync(ws + L.flags, 0, L.final_score - L.flags, s) != cudaSuccess)
-        return MAS_ERR_CUDA;
 
     const int64_t es = (int64_t)mas_dtype_size(dtype);
     ForwardArgs fa;
@@ -218,10 +222,11 @@ extern "C" mas_status mas_hard_cuda(const mas_tensor3 *value, const int64_t *x_l
     fa.bits = (uint32_t *)(ws + L.bits);
     fa.groups = L.groups;
     fa.ring = ws + L.ring;
+    fa.ring_clear_bytes = L.group_flag - L.ring;
     fa.max_slabs = L.max_slabs;
     fa.flags = (int *)(ws + L.flags);
-    fa.ticket = (unsigned *)(ws + L.flags) + (size_t)B * L.max_slabs * 2 * kFlagStride;
-    fa.item_flag = (int *)(ws + L.item_flag);
+    fa.ticket = (unsigned *)(ws + L.flags) + (size_t)B * L.max_slabs * kFlagStride;
+    fa.group_flag = (int *)(ws + L.group_flag);
     fa.final_score = (double *)(ws + L.final_score);
     fa.slabs = 1;
     fa.warps = 1;
@@ -249,7 +254,7 @@ extern "C" mas_status mas_hard_cuda(const mas_tensor3 *value, const int64_t *x_l
     ba.x_len = x_len;
     ba.y_len = y_len;
     ba.bits = fa.bits;
-    ba.item_flag = fa.item_flag;
+    ba.group_flag = fa.group_flag;
     ba.final_score = fa.final_score;
     ba.frame_token = (int32_t *)(ws + L.frame_token);
     ba.run_begin = (int32_t *)(ws + L.run_begin);

@@ -153,7 +153,7 @@ def align(value, x_lengths, y_lengths, *, layout="bts", threads=None):
     Returns an ``AlignResult`` (durations, indices, score, path(dtype)).
     Raises ValueError naming the item and the rule for invalid lengths, NaN
     or +inf on a cell some path can cross (the band j-(Y-X) <= i <= j; other
-    cells are never read), or no finite path; TypeError for a bad
+    cells are ignored), or no finite path; TypeError for a bad
     dtype. For CUDA tensors value errors are reported lazily: at the next
     libmas call, by ``result.check()`` or ``libmas.check_errors()``, or at
     once with LIBMAS_SYNC_CHECKS=1.

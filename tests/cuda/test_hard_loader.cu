@@ -1,9 +1,10 @@
 /* The forward sweep's tile loader (lib/cuda/hard_forward.cuh), run on the
  * host (it is __host__ __device__; without cp.async it copies synchronously,
  * same addresses): every band cell of a chunk lands where the sweep reads it,
- * no cell outside the band is read (those hold a poison value that must never
- * reach the tile), and the fast path for chunks wholly inside the band gives
- * the same tile bytes as the checked path. Random shapes, lengths, chunks,
+ * no cell outside the lengths is read (those hold a poison value that must
+ * never reach the tile; off-band cells inside the lengths may be read along
+ * with their band neighbours), and the fast path for chunks wholly inside the
+ * band gives the same tile bytes as the checked path. Random shapes, lengths, chunks,
  * all three loaders, float32/float64/float16.
  *
  * Usage: test_hard_loader [seed]. Needs no GPU. */
@@ -32,6 +33,7 @@ static long inside_chunks = 0;
 /* The value a band cell holds: small integers, exact in every dtype. */
 static float cell_code(int64_t i, int64_t j) { return (float)((i * 7 + j * 3) % 50); }
 static const float kPoison = -1000.0f;
+static const float kOffBand = -500.0f;
 
 template <typename TV, int K, int MODE> static int check(int iterations) {
     using G = TileGeom<TV, K, MODE>;
@@ -54,7 +56,8 @@ template <typename TV, int K, int MODE> static int check(int iterations) {
         for (int64_t i = 0; i < T; i++)
             for (int64_t j = 0; j < S; j++) {
                 bool band = i < X && j < Y && i <= j && i >= j - (Y - X);
-                v[(size_t)(i * s1 + j * s2)] = (TV)(band ? cell_code(i, j) : kPoison);
+                bool inside = i < X && j < Y;
+                v[(size_t)(i * s1 + j * s2)] = (TV)(band ? cell_code(i, j) : inside ? kOffBand : kPoison);
             }
         ForwardArgs a;
         memset(&a, 0, sizeof a);
@@ -78,7 +81,7 @@ template <typename TV, int K, int MODE> static int check(int iterations) {
                     if (failures++ < 5)
                         printf("FAIL %s K=%d mode %d: X=%lld Y=%lld cell (%lld,%lld) %s\n", G::ES == 8 ? "f64" : G::ES == 4 ? "f32" : "f16",
                                K, MODE, (long long)X, (long long)Y, (long long)i, (long long)j,
-                               band ? "band cell missing" : "read outside the band");
+                               band ? "band cell missing" : "read outside the lengths");
                 }
             }
         if (chunk_inside_band(base, G::ROWS, j0, X, Y)) {
