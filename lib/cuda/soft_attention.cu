@@ -25,7 +25,12 @@ using namespace mas_cuda;
 
 namespace {
 
-size_t attn_workspace(int64_t B) { return align256((size_t)B * sizeof(int32_t)) + 256; }
+/* Status [B], then the sweeps' segment buffers (steps: N or N + M - 1). */
+size_t attn_status_bytes(int64_t B) { return align256((size_t)B * sizeof(int32_t)); }
+size_t attn_workspace(int64_t B, int64_t N, int64_t M, int32_t dtype) {
+    const size_t acc = mas_accum_dtype(dtype) == MAS_FLOAT64 ? 8 : 4;
+    return attn_status_bytes(B) + soft_seg_bytes(B, N + M - 1, acc) + 256;
+}
 
 struct Strided {
     const void *base;
@@ -155,16 +160,18 @@ mas_status run_attention(mas_attention_kind kind, const mas_tensor3 *logits, con
     plan.status = (int32_t *)ws;
     plan.error_word = error_word;
     const int64_t states = kind == MAS_ATTENTION_ONE_TO_MANY ? M : N;
+    const int64_t steps = kind == MAS_ATTENTION_ONE_TO_MANY ? N : N + M - 1;
+    void *seg = ws + attn_status_bytes(B);
     mas_status st;
     if (!grad_logits) {
         st = soft_launch<TA, PlusCell<TA, SEMI_LOGPLUS, false, true, false>>(plan, B, states,
-                                                                             stream);
+                                                                             steps, seg, stream);
         if (st != MAS_OK) return st;
         return soft_launch_fill<TA>(log_phi, n_len, m_len, plan.status, -(TA)INFINITY, stream);
     }
     plan.grad = strided(grad_log_phi);
     plan.dx = strided(grad_logits);
-    st = soft_launch<TA, AdjointCell<TA>>(plan, B, states, stream);
+    st = soft_launch<TA, AdjointCell<TA>>(plan, B, states, steps, seg, stream);
     if (st != MAS_OK) return st;
     return soft_launch_fill<TA>(grad_logits, n_len, m_len, plan.status, (TA)0, stream);
 }
@@ -174,7 +181,7 @@ mas_status run_attention(mas_attention_kind kind, const mas_tensor3 *logits, con
 extern "C" size_t mas_attention_cuda_workspace_size(int64_t batch, int64_t n, int64_t m,
                                                     mas_dtype dtype) {
     if (batch < 1 || n < 1 || m < 1 || !mas_is_float_dtype(dtype)) return 0;
-    return attn_workspace(batch);
+    return attn_workspace(batch, n, m, dtype);
 }
 
 extern "C" mas_status mas_attention_forward_cuda(mas_attention_kind kind, const mas_tensor3 *logits,
@@ -184,7 +191,8 @@ extern "C" mas_status mas_attention_forward_cuda(mas_attention_kind kind, const 
                                                  uint64_t *error_word) {
     mas_status st = check_common(kind, logits, log_phi, workspace);
     if (st != MAS_OK) return st;
-    if (workspace_size < attn_workspace(logits->dim[0])) return MAS_ERR_WORKSPACE_TOO_SMALL;
+    if (workspace_size < attn_workspace(logits->dim[0], logits->dim[1], logits->dim[2], logits->dtype))
+        return MAS_ERR_WORKSPACE_TOO_SMALL;
     unsigned char *ws = (unsigned char *)(((uintptr_t)workspace + 255) / 256 * 256);
     cudaStream_t s = (cudaStream_t)stream;
     if (mas_accum_dtype(logits->dtype) == MAS_FLOAT64)
@@ -208,7 +216,8 @@ extern "C" mas_status mas_attention_backward_cuda(mas_attention_kind kind,
     if ((st = mas_check_tensor(grad_logits, mas_accum_dtype(logits->dtype))) != MAS_OK) return st;
     if (!mas_same_dims(grad_log_phi, logits) || !mas_same_dims(grad_logits, logits))
         return MAS_ERR_BAD_SHAPE;
-    if (workspace_size < attn_workspace(logits->dim[0])) return MAS_ERR_WORKSPACE_TOO_SMALL;
+    if (workspace_size < attn_workspace(logits->dim[0], logits->dim[1], logits->dim[2], logits->dtype))
+        return MAS_ERR_WORKSPACE_TOO_SMALL;
     unsigned char *ws = (unsigned char *)(((uintptr_t)workspace + 255) / 256 * 256);
     cudaStream_t s = (cudaStream_t)stream;
     if (mas_accum_dtype(logits->dtype) == MAS_FLOAT64)

@@ -24,6 +24,7 @@ using namespace mas_cuda;
  * the benchmark program to compare launch shapes. Not part of the API. */
 extern "C" {
 int32_t mas_soft_cuda_target_threads_ = 0;
+int32_t mas_soft_cuda_segment_states_ = 0;
 }
 
 namespace {
@@ -32,6 +33,7 @@ struct FsLayout {
     size_t status; /* int32 [B] */
     size_t log_z;  /* accum [B] */
     size_t alpha;  /* accum [B][S][T] */
+    size_t seg;    /* segment buffers of the sweeps (soft_seg_bytes) */
     size_t total;
 };
 
@@ -45,6 +47,8 @@ FsLayout fs_layout(int64_t B, int64_t T, int64_t S, int32_t accum) {
     at += align256((size_t)B * acc);
     L.alpha = at;
     at += align256((size_t)B * (size_t)S * (size_t)T * acc);
+    L.seg = at;
+    at += soft_seg_bytes(B, S, acc);
     L.total = at + 256; /* room to align the caller's pointer */
     return L;
 }
@@ -158,11 +162,11 @@ mas_status run_forward_sum(const mas_tensor3 *value, const int64_t *x_len, const
     plan.alpha_read = false;
 
     using Fwd = PlusCell<TA, SEMI_LOGPLUS, true, false, false>;
-    mas_status st = soft_launch<TA, Fwd>(plan, B, T, stream);
+    mas_status st = soft_launch<TA, Fwd>(plan, B, T, S, ws + L.seg, stream);
     if (st != MAS_OK || !post) return st;
     plan.alpha_read = true;
     using Bwd = PlusCell<TA, SEMI_LOGPLUS, true, false, true>;
-    st = soft_launch<TA, Bwd>(plan, B, T, stream);
+    st = soft_launch<TA, Bwd>(plan, B, T, S, ws + L.seg, stream);
     if (st != MAS_OK) return st;
     return soft_launch_fill<TA>(post, x_len, y_len, plan.status, (TA)0, stream);
 }

@@ -76,7 +76,20 @@ struct SoftGeom {
     int ts;         /* steps per tile, a power of two */
     int ts_shift;   /* log2(ts) */
     int direct_out; /* 1: outputs go straight to memory (no out tile) */
+    /* Items with more states than a block holds (n_states > seg_states) run
+     * as consecutive segments of seg_states states; the move edges of a
+     * segment's last state reach the next segment through seg, two buffers
+     * of seg_len (= n_steps + 1 or more) edges per item. */
+    int64_t seg_states;
+    int64_t seg_len;
+    void *seg;
 };
+
+/* Workspace of the segment buffers, for items of up to max_steps steps. */
+static inline size_t soft_seg_bytes(int64_t B, int64_t max_steps, size_t acc) {
+    return ((size_t)B * 2 * (size_t)(max_steps + 1) * 2 * acc + 255) / 256 * 256;
+}
+
 
 /* Which axis consecutive threads walk when a view is read or written. */
 __device__ __forceinline__ bool along_steps(int64_t s_state, int64_t s_step) {
@@ -151,6 +164,22 @@ template <typename TA, int NIN> __device__ inline void soft_reverse(SoftItem<TA,
     it.band_hi = hi;
 }
 
+/* States [s0, s0 + n) of an item as an item of its own: the views start s0
+ * states in and the bands shift with them. */
+template <typename TA, int NIN>
+__device__ inline SoftItem<TA, NIN> soft_segment(const SoftItem<TA, NIN> &whole, int64_t s0, int64_t n) {
+    SoftItem<TA, NIN> it = whole;
+    it.n_states = n;
+    it.band_lo = whole.band_lo + s0;
+    it.band_hi = whole.band_hi - s0;
+    for (int v = 0; v < NIN; v++) {
+        SoftView &w = it.in[v];
+        w.base = (const char *)w.base + s0 * w.s_state * soft_dtype_bytes(w.dtype);
+    }
+    if (it.out.base) it.out.base += s0 * it.out.s_state;
+    return it;
+}
+
 /* Policy interface (see soft_ops.cuh):
  *   Cell::NIN, Cell::Edge, Cell::zero(), Cell::start(t),
  *   Cell::step(in_stay, in_move, const TA (&x)[NIN], exists, scalar,
@@ -172,8 +201,9 @@ __global__ void __launch_bounds__(kSoftMaxThreads)
     const int n_pad = P * K, pitch = n_pad + 1;
     const int ts = geom.ts, ts_shift = geom.ts_shift;
 
-    SoftItem<TA, NIN> it;
-    if (!plan.item(b, it)) return; /* uniform over the block */
+    SoftItem<TA, NIN> whole;
+    if (!plan.item(b, whole)) return; /* uniform over the block */
+    SoftItem<TA, NIN> it = whole;
 
     Edge *bnd = (Edge *)smem_raw; /* [2][nw][K] */
     TA *tile_in = (TA *)(smem_raw + (((size_t)2 * nw * K * sizeof(Edge) + 15) / 16 * 16));
@@ -263,6 +293,18 @@ __global__ void __launch_bounds__(kSoftMaxThreads)
     };
 
     Edge stay[K], move[K];
+    Edge *const seg_buf = geom.seg ? (Edge *)geom.seg + (size_t)b * 2 * geom.seg_len : nullptr;
+    const int64_t n_segs = (whole.n_states + geom.seg_states - 1) / geom.seg_states;
+    for (int64_t seg = 0; seg < n_segs; seg++) {
+    const int64_t s0 = seg * geom.seg_states;
+    it = soft_segment(whole, s0, whole.n_states - s0 < geom.seg_states ? whole.n_states - s0
+                                                                       : geom.seg_states);
+    /* Edges into this segment's state 0 (the previous segment's last state
+     * at the step before), and out of its last state for the next. */
+    const Edge *seg_in = seg > 0 ? seg_buf + ((seg - 1) & 1) * geom.seg_len : nullptr;
+    Edge *seg_out = seg + 1 < n_segs ? seg_buf + (seg & 1) * geom.seg_len : nullptr;
+    if (seg_out && tid == 0) seg_out[0] = Cell::zero();
+    Edge start_next = seg_in && tid == 0 ? seg_in[0] : Cell::zero();
 #pragma unroll
     for (int q = 0; q < K; q++) stay[q] = move[q] = Cell::zero();
     for (int i = tid; i < nw * K; i += P) bnd[i] = Cell::zero();
@@ -283,10 +325,15 @@ __global__ void __launch_bounds__(kSoftMaxThreads)
 #pragma unroll
             for (int q = 0; q < K; q++) in_move[q] = shfl_up1(move[q]);
             if (lane == 0) {
+                Edge first = Cell::start(t);
+                if (seg_in && tid == 0) { /* loaded a step ahead */
+                    first = start_next;
+                    if (t + 1 < it.n_steps) start_next = seg_in[t + 1];
+                }
 #pragma unroll
                 for (int q = 0; q < K; q++)
                     in_move[q] = warp > 0 ? from[(warp - 1) * K + q]
-                                          : (q > 0 ? from[(nw - 1) * K + q - 1] : Cell::start(t));
+                                          : (q > 0 ? from[(nw - 1) * K + q - 1] : first);
             }
 #pragma unroll
             for (int q = 0; q < K; q++) {
@@ -311,6 +358,11 @@ __global__ void __launch_bounds__(kSoftMaxThreads)
 #pragma unroll
                 for (int q = 0; q < K; q++) to[warp * K + q] = move[q];
             }
+            if (seg_out) {
+#pragma unroll
+                for (int q = 0; q < K; q++)
+                    if (q * P + tid == it.n_states - 1) seg_out[t + 1] = move[q];
+            }
             __syncthreads();
             par ^= 1;
         }
@@ -328,6 +380,7 @@ __global__ void __launch_bounds__(kSoftMaxThreads)
         if (t0 + ts < it.n_steps) commit_tile();
         __syncthreads();
     }
+    } /* segments: the barrier above orders seg_out before the next reads */
 
     /* The last state's final values go to the plan (log_z for forward-sum). */
 #pragma unroll
@@ -398,8 +451,7 @@ static inline bool soft_plan_geom(const SoftShape &sh, int nin, bool has_out, si
 
 template <typename TA, int K, class Cell, class Plan>
 static inline mas_status soft_launch_k(const Plan &plan, int64_t B, const SoftShape &sh,
-                                       size_t smem_limit, cudaStream_t stream) {
-    SoftGeom g;
+                                       SoftGeom g, size_t smem_limit, cudaStream_t stream) {
     size_t smem = 0;
     if (!soft_plan_geom(sh, Cell::NIN, Cell::HAS_OUT, sizeof(TA), sizeof(typename Cell::Edge),
                         smem_limit, &g, &smem))
@@ -412,24 +464,36 @@ static inline mas_status soft_launch_k(const Plan &plan, int64_t B, const SoftSh
     return cudaGetLastError() == cudaSuccess ? MAS_OK : MAS_ERR_CUDA;
 }
 
-/* One launch of the sweep over B items, n_states states at most. */
+/* States per block before an item runs in segments (soft_sweep): 0 means
+ * kSoftMaxThreads * 16. Set only by the test program, to run the segment
+ * path at small sizes. Not part of the API. */
+extern "C" int32_t mas_soft_cuda_segment_states_;
+
+/* One launch of the sweep over B items of up to n_states states and
+ * max_steps steps; seg_ws: soft_seg_bytes(B, max_steps, sizeof(TA)). */
 template <typename TA, class Cell, class Plan>
 static inline mas_status soft_launch(const Plan &plan, int64_t B, int64_t n_states,
-                                     cudaStream_t stream) {
+                                     int64_t max_steps, void *seg_ws, cudaStream_t stream) {
     int dev = 0, smem_limit = 0;
     if (cudaGetDevice(&dev) != cudaSuccess ||
         cudaDeviceGetAttribute(&smem_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) !=
             cudaSuccess)
         return MAS_ERR_CUDA;
     const size_t limit = (size_t)smem_limit - 64; /* the static final_value word */
-    const SoftShape sh = soft_shape(n_states);
-    if (sh.threads > kSoftMaxThreads) return MAS_ERR_BAD_ARGUMENT; /* > 8192 states */
+    int64_t cap = mas_soft_cuda_segment_states_ > 0 ? mas_soft_cuda_segment_states_
+                                                    : (int64_t)kSoftMaxThreads * 16;
+    if (cap > n_states) cap = n_states;
+    const SoftShape sh = soft_shape(cap);
+    SoftGeom g;
+    g.seg_states = cap;
+    g.seg_len = max_steps + 1;
+    g.seg = seg_ws;
     switch (sh.k) {
-    case 1: return soft_launch_k<TA, 1, Cell>(plan, B, sh, limit, stream);
-    case 2: return soft_launch_k<TA, 2, Cell>(plan, B, sh, limit, stream);
-    case 4: return soft_launch_k<TA, 4, Cell>(plan, B, sh, limit, stream);
-    case 8: return soft_launch_k<TA, 8, Cell>(plan, B, sh, limit, stream);
-    default: return soft_launch_k<TA, 16, Cell>(plan, B, sh, limit, stream);
+    case 1: return soft_launch_k<TA, 1, Cell>(plan, B, sh, g, limit, stream);
+    case 2: return soft_launch_k<TA, 2, Cell>(plan, B, sh, g, limit, stream);
+    case 4: return soft_launch_k<TA, 4, Cell>(plan, B, sh, g, limit, stream);
+    case 8: return soft_launch_k<TA, 8, Cell>(plan, B, sh, g, limit, stream);
+    default: return soft_launch_k<TA, 16, Cell>(plan, B, sh, g, limit, stream);
     }
 }
 

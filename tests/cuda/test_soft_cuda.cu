@@ -7,7 +7,9 @@
  * and the GPU against the CPU backend of the library as a second opinion.
  * Outputs are poisoned with NaN before each call, so an unwritten element
  * fails. Random cases print the seed: `test_soft_cuda SEED` replays them.
- * `test_soft_cuda SEED small` skips the 8192-long cases (compute-sanitizer). */
+ * `test_soft_cuda SEED small` skips the cases of 8192 and more states or
+ * steps (compute-sanitizer); segments (items longer than one block) are also
+ * run at small sizes through an internal hook. */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -21,6 +23,11 @@
 #include <vector>
 
 #include "mas.h"
+
+/* States per block before items run in segments (lib/cuda/soft_sweep.cuh);
+ * 0: the library's default. An internal hook, set here to run the segment
+ * path at small sizes. */
+extern "C" int32_t mas_soft_cuda_segment_states_;
 
 /* ---- checks and randomness ------------------------------------------------ */
 
@@ -332,9 +339,9 @@ struct FsCase {
 };
 
 static void run_fs_case(const FsCase &c) {
-    snprintf(g_case, sizeof g_case, "forward-sum %s B=%lld T=%lld S=%lld %s mask=%.2f",
+    snprintf(g_case, sizeof g_case, "forward-sum %s B=%lld T=%lld S=%lld %s mask=%.2f seg=%d",
              dname(c.dtype), (long long)c.B, (long long)c.T, (long long)c.S, c.bst ? "bst" : "bts",
-             c.mask_p);
+             c.mask_p, (int)mas_soft_cuda_segment_states_);
     HostT v;
     v.init(c.dtype, c.B, c.T, c.S, c.bst);
     std::vector<int64_t> xl(c.B), yl(c.B);
@@ -537,10 +544,10 @@ struct AttnCase {
 };
 
 static void run_attn_case(const AttnCase &c) {
-    snprintf(g_case, sizeof g_case, "attention %s %s B=%lld N=%lld M=%lld%s%s scale=%g ext=%.2f",
+    snprintf(g_case, sizeof g_case, "attention %s %s B=%lld N=%lld M=%lld%s%s scale=%g ext=%.2f seg=%d",
              c.kind ? "m2m" : "o2m", dname(c.dtype), (long long)c.B, (long long)c.N,
              (long long)c.M, c.transposed ? " transposed" : "", c.lengths ? " lengths" : "",
-             c.scale, c.extreme);
+             c.scale, c.extreme, (int)mas_soft_cuda_segment_states_);
     HostT x, g;
     x.init(c.dtype, c.B, c.N, c.M, c.transposed);
     const int32_t acc = c.dtype == MAS_FLOAT64 ? MAS_FLOAT64 : MAS_FLOAT32;
@@ -783,6 +790,43 @@ int main(int argc, char **argv) {
     }
     if (!small) run_fs_case({MAS_FLOAT32, 1, 4096, 8192, false, 0.0, true}); /* 8 states per thread */
     attn_errors();
+
+    /* Items longer than a block: segments of 48 states (16 here for up to
+     * 90 states), then past the default of 8192 states. */
+    for (int32_t seg : {48, 16}) {
+        mas_soft_cuda_segment_states_ = seg;
+        for (int rep = 0; rep < 4; rep++) {
+            FsCase c;
+            c.dtype = dts[rep % 4];
+            c.B = rng_int(1, 4);
+            c.T = rng_int(1, 150);
+            c.S = rng_int(c.T, 300);
+            c.bst = rep % 2;
+            c.mask_p = rep == 2 ? 0.2 : 0;
+            c.want_log_z = true;
+            run_fs_case(c);
+        }
+        for (int kind = 0; kind < 2; kind++)
+            for (int rep = 0; rep < 4; rep++) {
+                AttnCase c;
+                c.kind = kind;
+                c.dtype = dts[rep % 4];
+                c.B = rng_int(1, 4);
+                c.N = rng_int(1, 120);
+                c.M = rng_int(1, 120);
+                c.transposed = rep % 2 == 1;
+                c.lengths = rep < 2;
+                c.scale = 2;
+                c.extreme = rep == 3 ? 0.05 : 0;
+                run_attn_case(c);
+            }
+    }
+    mas_soft_cuda_segment_states_ = 0;
+    if (!small) {
+        run_fs_case({MAS_FLOAT32, 1, 9000, 9500, false, 0.0, true});
+        run_attn_case({MAS_ATTENTION_ONE_TO_MANY, MAS_FLOAT32, 1, 600, 9000, false, false, 3, 0});
+        run_attn_case({MAS_ATTENTION_MANY_TO_MANY, MAS_FLOAT32, 1, 9000, 700, false, false, 3, 0});
+    }
     printf("%lld checks, %lld failed\n", (long long)g_checks, (long long)g_failures);
     return g_failures == 0 ? 0 : 1;
 }
