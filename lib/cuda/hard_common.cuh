@@ -34,34 +34,6 @@ constexpr int64_t kMinSlabTokens = 128;
 /* One flag per 128-byte line. */
 constexpr int kFlagStride = 32;
 
-/* A global-ring entry: the boundary score of one frame, tagged with the lap
- * of the ring that wrote it, in 64-bit words that are each stored and loaded
- * whole. A consumer that sees the tag it expects has the value: no flag, no
- * fence, no second round trip. float: one word (tag, bits); double: two
- * (tag, low half) and (tag, high half). */
-template <typename TA> struct RingWords { static constexpr int N = sizeof(TA) / 4; };
-
-__device__ __forceinline__ void ring_put(volatile unsigned long long *slot, float v, unsigned tag) {
-    slot[0] = ((unsigned long long)tag << 32) | __float_as_uint(v);
-}
-__device__ __forceinline__ void ring_put(volatile unsigned long long *slot, double v, unsigned tag) {
-    const unsigned long long bits = (unsigned long long)__double_as_longlong(v);
-    slot[0] = ((unsigned long long)tag << 32) | (bits & 0xffffffffull);
-    slot[1] = ((unsigned long long)tag << 32) | (bits >> 32);
-}
-template <int N> __device__ __forceinline__ bool ring_tag_ok(const unsigned long long (&w)[N], unsigned tag) {
-    bool ok = true;
-#pragma unroll
-    for (int k = 0; k < N; ++k) ok = ok && (unsigned)(w[k] >> 32) == tag;
-    return ok;
-}
-__device__ __forceinline__ float ring_value(const unsigned long long (&w)[1], float) {
-    return __uint_as_float((unsigned)w[0]);
-}
-__device__ __forceinline__ double ring_value(const unsigned long long (&w)[2], double) {
-    return __longlong_as_double((long long)((w[0] & 0xffffffffull) | (w[1] << 32)));
-}
-
 __device__ __forceinline__ void store_release(int *p, int v) {
     asm volatile("st.release.gpu.global.s32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }

@@ -23,6 +23,8 @@
 #ifndef MAS_CUDA_HARD_FORWARD_CUH
 #define MAS_CUDA_HARD_FORWARD_CUH
 
+#include "cuda/dp_link.cuh"
+#include "cuda/dp_semiring.cuh"
 #include "cuda/hard_common.cuh"
 
 namespace mas_cuda {
@@ -305,11 +307,7 @@ __device__ __forceinline__ void sweep_chunk(const unsigned char *tile, int lane,
             } else {
                 guard[k] = guard_max(guard[k], cell);
             }
-            /* max, not advance ? move : stay: the same value (scores are
-             * never -0, and NaN only where the guard already flags the
-             * item), one instruction shorter on the chain from frame to
-             * frame; the compare only feeds the ballot. */
-            q[k] = fmax(stay, move) + cell;
+            q[k] = MaxPlus::plus(stay, move) + cell; /* the compare only feeds the ballot */
             uint32_t word = __ballot_sync(kFullMask, advance);
             ballots[k] = mine ? word : ballots[k];
         }
@@ -344,10 +342,12 @@ __global__ void __launch_bounds__(512) hard_forward(ForwardArgs a) {
     /* Where the score of token base-1 comes from and where that of token
      * base+ROWS-1 goes: the neighbour warp's shared ring (ordered by the
      * block barrier of each step), or a global ring of tagged entries
-     * between the blocks of one item (hard_common.cuh, ring_put). */
+     * between the blocks of one item (dp_link.cuh; the tag is the ring's
+     * lap + 1). */
     const TA *in_smem = w > 0 ? rings + (w - 1) * kRing : nullptr;
     TA *out_smem = w + 1 < W && base + G::ROWS < X ? rings + w * kRing : nullptr;
-    constexpr int RW = RingWords<TA>::N;
+    using RL = Link<TA>;
+    constexpr int RW = RL::N;
     typedef unsigned long long ull;
     const volatile ull *in_global = nullptr;
     volatile ull *out_global = nullptr;
@@ -379,23 +379,19 @@ __global__ void __launch_bounds__(512) hard_forward(ForwardArgs a) {
     auto ring_tag = [&](int64_t frame) { return (unsigned)(frame / kGlobalRingFrames) + 1u; };
     auto issue = [&](int64_t c, ull (&raw)[RW]) {
         const int64_t jj = c * kChunk + lane - 1;
-        if (frame_real(c)) {
-            const volatile ull *slot = in_global + (jj % kGlobalRingFrames) * RW;
-#pragma unroll
-            for (int k = 0; k < RW; ++k) raw[k] = slot[k];
-        }
+        if (frame_real(c)) RL::fetch(in_global + (jj % kGlobalRingFrames) * RW, raw);
     };
     auto settle = [&](int64_t c, ull (&raw)[RW]) -> TA {
         const int64_t jj = c * kChunk + lane - 1;
         const bool real = frame_real(c);
-        bool ok = !real || ring_tag_ok<RW>(raw, ring_tag(jj));
+        bool ok = !real || RL::ok(raw, ring_tag(jj));
         while (!__all_sync(kFullMask, ok)) { /* the producer is behind: wait */
             if (!ok) {
                 issue(c, raw);
-                ok = ring_tag_ok<RW>(raw, ring_tag(jj));
+                ok = RL::ok(raw, ring_tag(jj));
             }
         }
-        return real ? ring_value(raw, TA()) : neg_inf<TA>();
+        return real ? RL::value(raw) : neg_inf<TA>();
     };
     auto boundary_local = [&](int64_t c) -> TA {
         const int64_t jj = c * kChunk + lane - 1;
@@ -503,7 +499,7 @@ __global__ void __launch_bounds__(512) hard_forward(ForwardArgs a) {
                     }
                     seen_progress = __shfl_sync(kFullMask, seen, 0);
                 }
-                if (lane < nf) ring_put(out_global + ((j0 + lane) % kGlobalRingFrames) * RW, top,
+                if (lane < nf) RL::put(out_global + ((j0 + lane) % kGlobalRingFrames) * RW, top,
                                        ring_tag(j0 + lane));
             }
         }

@@ -103,7 +103,7 @@ mas_status launch_forward(ForwardArgs args, int64_t B, const Device &dev, cudaSt
     args.slabs = plan.slabs;
     args.warps = plan.warps;
     /* Items over several blocks: the global rings start with no valid tag
-     * (hard_common.cuh, ring_put), the progress flags and the ticket
+     * (dp_link.cuh), the progress flags and the ticket
      * counter at zero (ring, then flags: one region). */
     if (plan.slabs > 1 &&
         cudaMemsetAsync(args.ring, 0, args.ring_clear_bytes, stream) != cudaSuccess)

@@ -25,11 +25,13 @@ using namespace mas_cuda;
 
 namespace {
 
-/* Status [B], then the sweeps' segment buffers (steps: N or N + M - 1). */
+/* Status [B], then the sweeps' segment links (states M or N, steps N or
+ * N + M - 1: sized for the larger of each). */
 size_t attn_status_bytes(int64_t B) { return align256((size_t)B * sizeof(int32_t)); }
 size_t attn_workspace(int64_t B, int64_t N, int64_t M, int32_t dtype) {
     const size_t acc = mas_accum_dtype(dtype) == MAS_FLOAT64 ? 8 : 4;
-    return attn_status_bytes(B) + soft_seg_bytes(B, N + M - 1, acc) + 256;
+    return attn_status_bytes(B) +
+           soft_link_bytes(B, N > M ? N : M, N + M - 1, 2 * acc, soft_min_segment()) + 256;
 }
 
 struct Strided {
@@ -164,7 +166,7 @@ mas_status run_attention(mas_attention_kind kind, const mas_tensor3 *logits, con
     void *seg = ws + attn_status_bytes(B);
     mas_status st;
     if (!grad_logits) {
-        st = soft_launch<TA, PlusCell<TA, SEMI_LOGPLUS, false, true, false>>(plan, B, states,
+        st = soft_launch<TA, PlusCell<TA, LogPlus, false, true, false>>(plan, B, states,
                                                                              steps, seg, stream);
         if (st != MAS_OK) return st;
         return soft_launch_fill<TA>(log_phi, n_len, m_len, plan.status, -(TA)INFINITY, stream);

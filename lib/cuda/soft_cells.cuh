@@ -1,7 +1,8 @@
 /* Cell policies of the soft sweep (soft_sweep.cuh): what a cell computes from
  * the values on its two incoming edges and its inputs.
  *
- * PlusCell: alpha = PLUS(in_stay, in_move) (+) c, PLUS = logaddexp or max,
+ * PlusCell: alpha = PLUS(in_stay, in_move) + c, PLUS the semiring's
+ *   (dp_semiring.cuh: LogPlus, MaxPlus),
  *   with optional cell weights c (input 0) and edge weights from logits
  *   (the next input): out_stay = alpha + log sigmoid(x), out_move = alpha +
  *   log sigmoid(-x). Its output is alpha, or with POSTERIOR the posterior
@@ -17,9 +18,7 @@
 
 namespace mas_cuda {
 
-enum { SEMI_LOGPLUS = 0, SEMI_MAXPLUS = 1 };
-
-template <typename TA, int SEMI, bool HAS_CELL, bool HAS_LOGITS, bool POSTERIOR>
+template <typename TA, class Semiring, bool HAS_CELL, bool HAS_LOGITS, bool POSTERIOR>
 struct PlusCell {
     static constexpr int NIN = (HAS_CELL ? 1 : 0) + (HAS_LOGITS ? 1 : 0) + (POSTERIOR ? 1 : 0);
     static constexpr bool HAS_OUT = true;
@@ -41,8 +40,7 @@ struct PlusCell {
             out = POSTERIOR ? (TA)0 : neg_inf<TA>();
             return;
         }
-        TA alpha = SEMI == SEMI_MAXPLUS ? (in_stay > in_move ? in_stay : in_move)
-                                        : log_add_exp(in_stay, in_move);
+        TA alpha = Semiring::plus(in_stay, in_move);
         if (HAS_CELL) alpha += x[CELL];
         if (HAS_LOGITS) {
             TA ws, wm;

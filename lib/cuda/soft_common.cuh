@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "common/checks.h"
+#include "cuda/dp_semiring.cuh"
 #include "cuda/hard_common.cuh"
 #include "mas.h"
 
@@ -15,23 +16,8 @@ namespace mas_cuda {
 
 /* ---- log-semiring arithmetic ------------------------------------------ */
 
-/* Single precision uses the multi-function unit (ex2/lg2): the sweep is a
- * chain of dependent logaddexps, and their latency is the sweep's time. Each
- * call's absolute error stays near 4e-7, well inside float32 tolerances. */
-__device__ __forceinline__ float soft_exp(float x) { return __expf(x); }
-__device__ __forceinline__ double soft_exp(double x) { return exp(x); }
-__device__ __forceinline__ float soft_log1p_small(float e) { return __logf(1.0f + e); }
-__device__ __forceinline__ double soft_log1p_small(double e) { return log1p(e); }
-
 __device__ __forceinline__ float soft_rcp(float y) { return __fdividef(1.0f, y); }
 __device__ __forceinline__ double soft_rcp(double y) { return 1.0 / y; }
-
-/* logaddexp; -inf + -inf stays -inf (never -inf - -inf). */
-template <typename TA> __device__ __forceinline__ TA log_add_exp(TA a, TA b) {
-    TA hi = a > b ? a : b, lo = a > b ? b : a;
-    if (hi == neg_inf<TA>()) return hi;
-    return hi + soft_log1p_small(soft_exp(lo - hi));
-}
 
 /* Both log sigmoid(x) and log sigmoid(-x) from one exp and one log:
  * with e = exp(-|x|) and l = log1p(e), they are min(x,0) - l and

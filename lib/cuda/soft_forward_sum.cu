@@ -33,7 +33,7 @@ struct FsLayout {
     size_t status; /* int32 [B] */
     size_t log_z;  /* accum [B] */
     size_t alpha;  /* accum [B][S][T] */
-    size_t seg;    /* segment buffers of the sweeps (soft_seg_bytes) */
+    size_t seg;    /* the sweeps' segment links (soft_link_bytes) */
     size_t total;
 };
 
@@ -48,7 +48,7 @@ FsLayout fs_layout(int64_t B, int64_t T, int64_t S, int32_t accum) {
     L.alpha = at;
     at += align256((size_t)B * (size_t)S * (size_t)T * acc);
     L.seg = at;
-    at += soft_seg_bytes(B, S, acc);
+    at += soft_link_bytes(B, T, S, 2 * acc, soft_min_segment());
     L.total = at + 256; /* room to align the caller's pointer */
     return L;
 }
@@ -161,11 +161,11 @@ mas_status run_forward_sum(const mas_tensor3 *value, const int64_t *x_len, const
     plan.error_word = error_word;
     plan.alpha_read = false;
 
-    using Fwd = PlusCell<TA, SEMI_LOGPLUS, true, false, false>;
+    using Fwd = PlusCell<TA, LogPlus, true, false, false>;
     mas_status st = soft_launch<TA, Fwd>(plan, B, T, S, ws + L.seg, stream);
     if (st != MAS_OK || !post) return st;
     plan.alpha_read = true;
-    using Bwd = PlusCell<TA, SEMI_LOGPLUS, true, false, true>;
+    using Bwd = PlusCell<TA, LogPlus, true, false, true>;
     st = soft_launch<TA, Bwd>(plan, B, T, S, ws + L.seg, stream);
     if (st != MAS_OK) return st;
     return soft_launch_fill<TA>(post, x_len, y_len, plan.status, (TA)0, stream);

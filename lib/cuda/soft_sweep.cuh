@@ -26,6 +26,7 @@
 #ifndef MAS_CUDA_SOFT_SWEEP_CUH
 #define MAS_CUDA_SOFT_SWEEP_CUH
 
+#include "cuda/dp_link.cuh"
 #include "cuda/soft_common.cuh"
 
 namespace mas_cuda {
@@ -76,20 +77,41 @@ struct SoftGeom {
     int ts;         /* steps per tile, a power of two */
     int ts_shift;   /* log2(ts) */
     int direct_out; /* 1: outputs go straight to memory (no out tile) */
-    /* Items with more states than a block holds (n_states > seg_states) run
-     * as consecutive segments of seg_states states; the move edges of a
-     * segment's last state reach the next segment through seg, two buffers
-     * of seg_len (= n_steps + 1 or more) edges per item. */
+    /* An item's states run as segments of seg_states states, one block
+     * each, n_segs blocks an item, concurrently: the move edges out of a
+     * segment's last state reach the next segment's block through a buffer
+     * of tagged entries (one per step, then one "done" entry that carries
+     * the bad flag down the chain). Blocks take (item, segment) from a
+     * ticket counter, so a block waits only on blocks that have started; a
+     * producer never waits, so the launch cannot deadlock. */
     int64_t seg_states;
-    int64_t seg_len;
-    void *seg;
+    int64_t n_segs;
+    int64_t entries; /* per boundary: max_steps + 2 */
+    unsigned long long *links; /* [B][n_segs - 1][entries][words] */
+    unsigned *ticket;
 };
 
-/* Workspace of the segment buffers, for items of up to max_steps steps. */
-static inline size_t soft_seg_bytes(int64_t B, int64_t max_steps, size_t acc) {
-    return ((size_t)B * 2 * (size_t)(max_steps + 1) * 2 * acc + 255) / 256 * 256;
+/* Smallest segment the planner makes (a test hook may go lower). */
+constexpr int64_t kSoftMinSegment = 64;
+
+/* Workspace of the segment links for items of up to n_states states and
+ * max_steps steps with edges of edge_bytes, plus the ticket counter. */
+static inline size_t soft_link_bytes(int64_t B, int64_t n_states, int64_t max_steps,
+                                     size_t edge_bytes, int64_t min_segment) {
+    const int64_t segs = (n_states + min_segment - 1) / min_segment;
+    const size_t words = edge_bytes / 4;
+    return ((size_t)B * (size_t)(segs - 1) * (size_t)(max_steps + 2) * words * 8 + 256 + 255) / 256 * 256;
 }
 
+template <typename TA> __device__ __forceinline__ TA shfl_idx(TA v, int k) {
+    return __shfl_sync(kFullMask, v, k);
+}
+template <typename TA> __device__ __forceinline__ Pair<TA> shfl_idx(Pair<TA> v, int k) {
+    Pair<TA> r;
+    r.a = __shfl_sync(kFullMask, v.a, k);
+    r.b = __shfl_sync(kFullMask, v.b, k);
+    return r;
+}
 
 /* Which axis consecutive threads walk when a view is read or written. */
 __device__ __forceinline__ bool along_steps(int64_t s_state, int64_t s_step) {
@@ -195,7 +217,10 @@ __global__ void __launch_bounds__(kSoftMaxThreads)
     extern __shared__ __align__(16) unsigned char smem_raw[];
     __shared__ TA final_value;
 
-    const int64_t b = blockIdx.x;
+    __shared__ unsigned s_ticket;
+    if (threadIdx.x == 0) s_ticket = geom.n_segs > 1 ? atomicAdd(geom.ticket, 1u) : blockIdx.x;
+    __syncthreads();
+    const int64_t b = s_ticket / geom.n_segs, seg = s_ticket % geom.n_segs;
     const int P = blockDim.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int nw = P >> 5;
     const int n_pad = P * K, pitch = n_pad + 1;
@@ -203,7 +228,20 @@ __global__ void __launch_bounds__(kSoftMaxThreads)
 
     SoftItem<TA, NIN> whole;
     if (!plan.item(b, whole)) return; /* uniform over the block */
-    SoftItem<TA, NIN> it = whole;
+    const int64_t s0 = seg * geom.seg_states;
+    if (s0 >= whole.n_states) return; /* a shorter item: no states here */
+    const bool last_seg = s0 + geom.seg_states >= whole.n_states;
+    const SoftItem<TA, NIN> it =
+        soft_segment(whole, s0, last_seg ? whole.n_states - s0 : geom.seg_states);
+    /* Links: into state 0 from the previous segment's last state (entry t:
+     * its move edge of step t-1), out of the last state to the next. */
+    using L = Link<Edge>;
+    const size_t link_words = (size_t)geom.entries * L::N;
+    const volatile unsigned long long *link_in =
+        seg > 0 ? geom.links + ((size_t)b * (geom.n_segs - 1) + (seg - 1)) * link_words : nullptr;
+    volatile unsigned long long *link_out =
+        !last_seg ? geom.links + ((size_t)b * (geom.n_segs - 1) + seg) * link_words : nullptr;
+    const int64_t done_entry = geom.entries - 1;
 
     Edge *bnd = (Edge *)smem_raw; /* [2][nw][K] */
     TA *tile_in = (TA *)(smem_raw + (((size_t)2 * nw * K * sizeof(Edge) + 15) / 16 * 16));
@@ -293,21 +331,31 @@ __global__ void __launch_bounds__(kSoftMaxThreads)
     };
 
     Edge stay[K], move[K];
-    Edge *const seg_buf = geom.seg ? (Edge *)geom.seg + (size_t)b * 2 * geom.seg_len : nullptr;
-    const int64_t n_segs = (whole.n_states + geom.seg_states - 1) / geom.seg_states;
-    for (int64_t seg = 0; seg < n_segs; seg++) {
-    const int64_t s0 = seg * geom.seg_states;
-    it = soft_segment(whole, s0, whole.n_states - s0 < geom.seg_states ? whole.n_states - s0
-                                                                       : geom.seg_states);
-    /* Edges into this segment's state 0 (the previous segment's last state
-     * at the step before), and out of its last state for the next. */
-    const Edge *seg_in = seg > 0 ? seg_buf + ((seg - 1) & 1) * geom.seg_len : nullptr;
-    Edge *seg_out = seg + 1 < n_segs ? seg_buf + (seg & 1) * geom.seg_len : nullptr;
-    if (seg_out && tid == 0) seg_out[0] = Cell::zero();
-    Edge start_next = seg_in && tid == 0 ? seg_in[0] : Cell::zero();
 #pragma unroll
     for (int q = 0; q < K; q++) stay[q] = move[q] = Cell::zero();
     for (int i = tid; i < nw * K; i += P) bnd[i] = Cell::zero();
+    if (link_out && tid == 0) L::put(link_out, Cell::zero(), 1u);
+    /* Warp 0 holds the incoming edges of a tile, lane k the one of step
+     * t0+k, loaded a tile ahead and checked when the tile starts. */
+    unsigned long long link_raw[L::N];
+    Edge link_edge = Cell::zero();
+    auto link_fetch = [&](int64_t t0) {
+        const int64_t e = t0 + lane;
+        if (lane < ts && e < it.n_steps) L::fetch(link_in + e * L::N, link_raw);
+    };
+    auto link_settle = [&](int64_t t0) {
+        const int64_t e = t0 + lane;
+        const bool want = lane < ts && e < it.n_steps;
+        bool ok = !want || L::ok(link_raw, (unsigned)e + 1u);
+        while (!__all_sync(kFullMask, ok)) { /* the previous segment is behind */
+            if (!ok) {
+                L::fetch(link_in + e * L::N, link_raw);
+                ok = L::ok(link_raw, (unsigned)e + 1u);
+            }
+        }
+        link_edge = want ? L::value(link_raw) : Cell::zero();
+    };
+    if (link_in && warp == 0) link_fetch(0);
     load_tile(0);
     commit_tile();
     __syncthreads();
@@ -316,6 +364,10 @@ __global__ void __launch_bounds__(kSoftMaxThreads)
     for (int64_t t0 = 0; t0 < it.n_steps; t0 += ts) {
         const int steps = it.n_steps - t0 < ts ? (int)(it.n_steps - t0) : ts;
         if (t0 + ts < it.n_steps) load_tile(t0 + ts);
+        if (link_in && warp == 0) {
+            link_settle(t0);
+            if (t0 + ts < it.n_steps) link_fetch(t0 + ts);
+        }
         for (int k = 0; k < steps; k++) {
             const int64_t t = t0 + k;
             int s_lo, s_hi;
@@ -324,12 +376,9 @@ __global__ void __launch_bounds__(kSoftMaxThreads)
             Edge in_move[K];
 #pragma unroll
             for (int q = 0; q < K; q++) in_move[q] = shfl_up1(move[q]);
+            Edge first = Cell::start(t);
+            if (link_in && warp == 0) first = shfl_idx(link_edge, k);
             if (lane == 0) {
-                Edge first = Cell::start(t);
-                if (seg_in && tid == 0) { /* loaded a step ahead */
-                    first = start_next;
-                    if (t + 1 < it.n_steps) start_next = seg_in[t + 1];
-                }
 #pragma unroll
                 for (int q = 0; q < K; q++)
                     in_move[q] = warp > 0 ? from[(warp - 1) * K + q]
@@ -358,10 +407,11 @@ __global__ void __launch_bounds__(kSoftMaxThreads)
 #pragma unroll
                 for (int q = 0; q < K; q++) to[warp * K + q] = move[q];
             }
-            if (seg_out) {
+            if (link_out) {
 #pragma unroll
                 for (int q = 0; q < K; q++)
-                    if (q * P + tid == it.n_states - 1) seg_out[t + 1] = move[q];
+                    if (q * P + tid == it.n_states - 1)
+                        L::put(link_out + (t + 1) * L::N, move[q], (unsigned)(t + 2));
             }
             __syncthreads();
             par ^= 1;
@@ -380,14 +430,30 @@ __global__ void __launch_bounds__(kSoftMaxThreads)
         if (t0 + ts < it.n_steps) commit_tile();
         __syncthreads();
     }
-    } /* segments: the barrier above orders seg_out before the next reads */
 
-    /* The last state's final values go to the plan (log_z for forward-sum). */
+    /* The last state's final values go to the plan (log_z for forward-sum),
+     * with the bad flag of every segment: each passes the OR of its own and
+     * its predecessors' down the chain in its done entry. */
 #pragma unroll
     for (int q = 0; q < K; q++)
-        if (q * P + tid == it.n_states - 1) final_value = Cell::final_value(stay[q]);
-    const bool any_bad = __syncthreads_or(bad) != 0;
-    if (tid == 0) plan.finish(b, final_value, any_bad);
+        if (last_seg && q * P + tid == it.n_states - 1) final_value = Cell::final_value(stay[q]);
+    bool any_bad = __syncthreads_or(bad) != 0;
+    if (tid == 0) {
+        /* the done entry: one word, the tag over the flag */
+        const unsigned long long tag = (unsigned long long)done_entry + 1u;
+        if (link_in) {
+            unsigned long long w;
+            do {
+                w = link_in[done_entry * L::N];
+            } while ((w >> 32) != tag);
+            any_bad = any_bad || (w & 1u);
+        }
+        if (link_out) {
+            link_out[done_entry * L::N] = (tag << 32) | (any_bad ? 1u : 0u);
+        } else {
+            plan.finish(b, final_value, any_bad);
+        }
+    }
 }
 
 /* Threads per block and states per thread for n_states states. */
@@ -464,36 +530,62 @@ static inline mas_status soft_launch_k(const Plan &plan, int64_t B, const SoftSh
     return cudaGetLastError() == cudaSuccess ? MAS_OK : MAS_ERR_CUDA;
 }
 
-/* States per block before an item runs in segments (soft_sweep): 0 means
- * kSoftMaxThreads * 16. Set only by the test program, to run the segment
- * path at small sizes. Not part of the API. */
+/* States per segment (soft_sweep) for tests: 0 lets the planner choose.
+ * Set only by the test program, to run many segments at small sizes. Not
+ * part of the API. */
 extern "C" int32_t mas_soft_cuda_segment_states_;
 
+static inline int64_t soft_min_segment() {
+    const int64_t hook = mas_soft_cuda_segment_states_;
+    return hook > 0 && hook < kSoftMinSegment ? hook : kSoftMinSegment;
+}
+
 /* One launch of the sweep over B items of up to n_states states and
- * max_steps steps; seg_ws: soft_seg_bytes(B, max_steps, sizeof(TA)). */
+ * max_steps steps; links: soft_link_bytes(B, n_states, max_steps,
+ * sizeof(Pair<TA>), soft_min_segment()) bytes of workspace. */
 template <typename TA, class Cell, class Plan>
 static inline mas_status soft_launch(const Plan &plan, int64_t B, int64_t n_states,
-                                     int64_t max_steps, void *seg_ws, cudaStream_t stream) {
-    int dev = 0, smem_limit = 0;
+                                     int64_t max_steps, void *links, cudaStream_t stream) {
+    int dev = 0, smem_limit = 0, sms = 0;
     if (cudaGetDevice(&dev) != cudaSuccess ||
         cudaDeviceGetAttribute(&smem_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) !=
-            cudaSuccess)
+            cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
         return MAS_ERR_CUDA;
     const size_t limit = (size_t)smem_limit - 64; /* the static final_value word */
-    int64_t cap = mas_soft_cuda_segment_states_ > 0 ? mas_soft_cuda_segment_states_
-                                                    : (int64_t)kSoftMaxThreads * 16;
-    if (cap > n_states) cap = n_states;
-    const SoftShape sh = soft_shape(cap);
+    /* Segments: enough blocks to cover the multiprocessors when B is small
+     * (the sweep is bound by the latency of a step, not by its work), none
+     * under kSoftMinSegment states, none over what a block holds. */
+    int64_t seg_states;
+    if (mas_soft_cuda_segment_states_ > 0) {
+        seg_states = mas_soft_cuda_segment_states_;
+    } else {
+        const int64_t want = (sms + B - 1) / B;
+        seg_states = (n_states + want - 1) / want;
+        seg_states = (seg_states + 31) / 32 * 32;
+        if (seg_states < kSoftMinSegment) seg_states = kSoftMinSegment;
+        if (seg_states > (int64_t)kSoftMaxThreads * 16) seg_states = (int64_t)kSoftMaxThreads * 16;
+    }
+    if (seg_states > n_states) seg_states = n_states;
+    const SoftShape sh = soft_shape(seg_states);
     SoftGeom g;
-    g.seg_states = cap;
-    g.seg_len = max_steps + 1;
-    g.seg = seg_ws;
+    g.seg_states = seg_states;
+    g.n_segs = (n_states + seg_states - 1) / seg_states;
+    g.entries = max_steps + 2;
+    g.links = (unsigned long long *)links;
+    const size_t link_bytes = (size_t)B * (size_t)(g.n_segs - 1) * (size_t)g.entries *
+                              (sizeof(typename Cell::Edge) / 4) * 8;
+    g.ticket = (unsigned *)((unsigned char *)links + (link_bytes + 255) / 256 * 256);
+    if (g.n_segs > 1 &&
+        cudaMemsetAsync(links, 0, (link_bytes + 255) / 256 * 256 + 256, stream) != cudaSuccess)
+        return MAS_ERR_CUDA;
+    const int64_t blocks = B * g.n_segs;
     switch (sh.k) {
-    case 1: return soft_launch_k<TA, 1, Cell>(plan, B, sh, g, limit, stream);
-    case 2: return soft_launch_k<TA, 2, Cell>(plan, B, sh, g, limit, stream);
-    case 4: return soft_launch_k<TA, 4, Cell>(plan, B, sh, g, limit, stream);
-    case 8: return soft_launch_k<TA, 8, Cell>(plan, B, sh, g, limit, stream);
-    default: return soft_launch_k<TA, 16, Cell>(plan, B, sh, g, limit, stream);
+    case 1: return soft_launch_k<TA, 1, Cell>(plan, blocks, sh, g, limit, stream);
+    case 2: return soft_launch_k<TA, 2, Cell>(plan, blocks, sh, g, limit, stream);
+    case 4: return soft_launch_k<TA, 4, Cell>(plan, blocks, sh, g, limit, stream);
+    case 8: return soft_launch_k<TA, 8, Cell>(plan, blocks, sh, g, limit, stream);
+    default: return soft_launch_k<TA, 16, Cell>(plan, blocks, sh, g, limit, stream);
     }
 }
 

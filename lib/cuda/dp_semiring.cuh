@@ -1,0 +1,46 @@
+/* The semirings of the dynamic program on CUDA, shared by every sweep: hard
+ * MAS's forward (hard_forward.cuh) runs max-plus, the soft ops (soft_cells.cuh)
+ * log-plus, and "times" is + in both. The CPU counterpart is
+ * lib/cpu/dp_simd.h. */
+#ifndef MAS_CUDA_DP_SEMIRING_CUH
+#define MAS_CUDA_DP_SEMIRING_CUH
+
+#include "cuda/hard_common.cuh"
+
+namespace mas_cuda {
+
+/* Single precision uses the multi-function unit (ex2/lg2): a log-plus sweep
+ * is a chain of dependent logaddexps, and their latency is the sweep's
+ * time. Each call's absolute error stays near 4e-7, well inside float32
+ * tolerances. */
+__device__ __forceinline__ float soft_exp(float x) { return __expf(x); }
+__device__ __forceinline__ double soft_exp(double x) { return exp(x); }
+__device__ __forceinline__ float soft_log1p_small(float e) { return __logf(1.0f + e); }
+__device__ __forceinline__ double soft_log1p_small(double e) { return log1p(e); }
+
+/* logaddexp; -inf + -inf stays -inf (never -inf - -inf). */
+template <typename TA> __device__ __forceinline__ TA log_add_exp(TA a, TA b) {
+    TA hi = a > b ? a : b, lo = a > b ? b : a;
+    if (hi == neg_inf<TA>()) return hi;
+    return hi + soft_log1p_small(soft_exp(lo - hi));
+}
+
+/* plus(stay, move): the sum of a cell's two incoming paths. */
+struct MaxPlus {
+    /* max, as a max instruction: the same value as "stay < move ? move :
+     * stay" wherever it matters (scores are never -0; NaN only in cells the
+     * callers flag as errors). Hard MAS takes its decision from the compare
+     * separately, so the max stays the only step on the chain. */
+    template <typename TA> __device__ static __forceinline__ TA plus(TA stay, TA move) {
+        return fmax(stay, move);
+    }
+};
+struct LogPlus {
+    template <typename TA> __device__ static __forceinline__ TA plus(TA stay, TA move) {
+        return log_add_exp(stay, move);
+    }
+};
+
+} // namespace mas_cuda
+
+#endif
