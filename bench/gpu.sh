@@ -51,9 +51,11 @@ if [ -n "$LARGE" ]; then
 fi
 
 if [ -n "$PYTHON" ]; then
-  step "Python package: pip install, tests/python/test_cuda.py, python -m libmas bench --device cuda"
-  python3 -m pip install --no-build-isolation --no-deps -q . >"$LOGS/python.log" 2>&1 \
-    && python3 -m pytest -q tests/python/test_cuda.py 2>&1 | tee -a "$LOGS/python.log" | tail -15 \
+  step "Python package: pip install, tests/python/test_cuda.py and test_soft_cuda.py, python -m libmas bench --device cuda"
+  # MAS_WHEEL: a wheel built elsewhere (saves the build on the GPU machine)
+  python3 -m pip install --no-build-isolation --no-deps -q "${MAS_WHEEL:-.}" >"$LOGS/python.log" 2>&1 \
+    && (R=$PWD; cd /tmp && python3 -m pytest -q -p no:cacheprovider "$R/tests/python/test_cuda.py" \
+        "$R/tests/python/test_soft_cuda.py") 2>&1 | tee -a "$LOGS/python.log" | tail -15 \
     && python3 -m libmas bench --device cuda 2>&1 | tee -a "$LOGS/python.log" | tail -20 \
     || { tail -30 "$LOGS/python.log"; fail=1; }
 fi

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One command on a GPU machine for the soft-alignment ops (issue 4): build (or
 # take prebuilt binaries from $MAS_SOFT_BIN), run the GPU tests, the tests'
-# small set under compute-sanitizer memcheck, then print the benchmark table.
+# small set under compute-sanitizer memcheck and racecheck, then print the
+# benchmark table.
 #   bench/gpu_soft.sh [--quick | --shapes] [--no-sanitize] [--no-test]
 # (--shapes: the three target rows at several launch shapes, nothing else)
 # Logs go to $OUT (if set) or build-gpu-soft/logs.
@@ -42,11 +43,13 @@ if [ -n "$TEST" ]; then
 fi
 
 if [ -n "$SANITIZE" ]; then
-  step "compute-sanitizer --tool memcheck (small test set)"
-  limit compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN/test_soft_cuda" 5 small \
-    >"$LOGS/sanitize-memcheck.log" 2>&1; rc=$?
-  tail -6 "$LOGS/sanitize-memcheck.log"; echo "exit $rc"
-  [ $rc -eq 0 ] || fail=1
+  for tool in memcheck racecheck; do
+    step "compute-sanitizer --tool $tool (small test set)"
+    limit compute-sanitizer --tool $tool --error-exitcode 9 "$BIN/test_soft_cuda" 5 small \
+      >"$LOGS/sanitize-$tool.log" 2>&1; rc=$?
+    tail -4 "$LOGS/sanitize-$tool.log"; echo "exit $rc"
+    [ $rc -eq 0 ] || fail=1
+  done
 fi
 
 step "benchmark (bench_soft_cuda $QUICK)"
