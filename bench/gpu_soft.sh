@@ -39,7 +39,11 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --f
 if [ -n "$TEST" ]; then
   step "GPU tests (test_soft_cuda)"
   SEED=${MAS_TEST_SEED:-$(date +%s)}
-  limit "$BIN/test_soft_cuda" "$SEED" 2>&1 | tee "$LOGS/test.log" | tail -25 || fail=1
+  echo "seed $SEED (replay: MAS_TEST_SEED=$SEED)"
+  # line-buffered, so a crash or a timeout still leaves the cases that ran
+  MAS_TEST_VERBOSE=1 limit stdbuf -oL "$BIN/test_soft_cuda" "$SEED" >"$LOGS/test.log" 2>&1; rc=$?
+  grep -v "^case " "$LOGS/test.log" | tail -25
+  [ $rc -eq 0 ] || { echo "exit $rc; last case started: $(grep '^case ' "$LOGS/test.log" | tail -1)"; fail=1; }
 fi
 
 if [ -n "$SANITIZE" ]; then

@@ -34,6 +34,15 @@ extern "C" int32_t mas_soft_cuda_segment_states_;
 static int64_t g_checks = 0, g_failures = 0;
 static char g_case[256];
 
+/* MAS_TEST_VERBOSE=1 prints each case as it starts (to find a slow one). */
+static void progress() {
+    static const bool on = getenv("MAS_TEST_VERBOSE") != nullptr;
+    if (on) {
+        printf("case %s\n", g_case);
+        fflush(stdout);
+    }
+}
+
 #define CHECK(ok, ...)                                                                 \
     do {                                                                               \
         g_checks++;                                                                    \
@@ -342,6 +351,7 @@ static void run_fs_case(const FsCase &c) {
     snprintf(g_case, sizeof g_case, "forward-sum %s B=%lld T=%lld S=%lld %s mask=%.2f seg=%d",
              dname(c.dtype), (long long)c.B, (long long)c.T, (long long)c.S, c.bst ? "bst" : "bts",
              c.mask_p, (int)mas_soft_cuda_segment_states_);
+    progress();
     HostT v;
     v.init(c.dtype, c.B, c.T, c.S, c.bst);
     std::vector<int64_t> xl(c.B), yl(c.B);
@@ -548,6 +558,7 @@ static void run_attn_case(const AttnCase &c) {
              c.kind ? "m2m" : "o2m", dname(c.dtype), (long long)c.B, (long long)c.N,
              (long long)c.M, c.transposed ? " transposed" : "", c.lengths ? " lengths" : "",
              c.scale, c.extreme, (int)mas_soft_cuda_segment_states_);
+    progress();
     HostT x, g;
     x.init(c.dtype, c.B, c.N, c.M, c.transposed);
     const int32_t acc = c.dtype == MAS_FLOAT64 ? MAS_FLOAT64 : MAS_FLOAT32;
