@@ -555,7 +555,9 @@ void ts_fill_values(ts_rng *rng, const mas_tensor3 *value, ts_value_kind kind,
     for (int64_t b = 0; b < value->dim[0]; b++)
         for (int64_t i = 0; i < value->dim[1]; i++)
             for (int64_t j = 0; j < value->dim[2]; j++) {
-                int outside = i >= x_len[b] || j >= y_len[b];
+                /* outside the lengths, or (lengths that hold a path) off the band */
+                int outside = i >= x_len[b] || j >= y_len[b] ||
+                              (x_len[b] <= y_len[b] && (i > j || i < j - (y_len[b] - x_len[b])));
                 double x = ts_random_value(rng, kind, dtype);
                 if (poison_outside && outside)
                     x = ts_rng_chance(rng, 0.5) ? NAN : INFINITY;

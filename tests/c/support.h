@@ -192,7 +192,8 @@ const char *ts_value_kind_name(ts_value_kind kind);
 /* A random value exactly representable in dtype, never -0.0. */
 double ts_random_value(ts_rng *rng, ts_value_kind kind, mas_dtype dtype);
 /* Fills every element the view addresses; with poison_outside, cells outside
- * an item's lengths get NaN or +inf (allowed there: never read). */
+ * an item's lengths or off its band (j - (y-x) <= i <= j) get NaN or +inf
+ * (allowed there: ignored, mas.h). */
 void ts_fill_values(ts_rng *rng, const mas_tensor3 *value, ts_value_kind kind,
                     const int64_t *x_len, const int64_t *y_len, int poison_outside);
 /* A uniformly chosen monotonic path from token 0 to x_len-1 over y_len frames. */
