@@ -17,10 +17,14 @@
  * others to its zero. Forward walks have band_hi = 0 (no path from the start
  * reaches s > t); soft_reverse() maps both bands onto the reversed walk.
  *
- * Work split: one block per item. Thread p of P owns states q*P + p for
- * q < K, so per step the only cross-thread value is move(t-1, s-1): a shuffle
- * inside a warp, one shared-memory word per warp and state slot across warps,
- * and one barrier per step. Inputs come through shared-memory tiles of TS
+ * Work split: one block per segment of an item's states (one segment when B
+ * alone fills the GPU; more, running at once and linked through tagged
+ * entries in global memory, when it does not, or when an item has more
+ * states than a block holds: SoftGeom). Thread p of P owns states q*P + p
+ * of its segment for q < K, so per step the only cross-thread value is
+ * move(t-1, s-1): a shuffle inside a warp, one shared-memory word per warp
+ * and state slot across warps, one link entry across segments, and one
+ * barrier per step. Inputs come through shared-memory tiles of TS
  * steps, loaded cooperatively along whichever axis of the view is contiguous
  * and prefetched into registers one tile ahead; outputs leave the same way. */
 #ifndef MAS_CUDA_SOFT_SWEEP_CUH
