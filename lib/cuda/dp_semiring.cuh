@@ -27,12 +27,12 @@ template <typename TA> __device__ __forceinline__ TA log_add_exp(TA a, TA b) {
 
 /* plus(stay, move): the sum of a cell's two incoming paths. */
 struct MaxPlus {
-    /* max, as a max instruction: the same value as "stay < move ? move :
-     * stay" wherever it matters (scores are never -0; NaN only in cells the
-     * callers flag as errors). Hard MAS takes its decision from the compare
-     * separately, so the max stays the only step on the chain. */
+    /* The CPU's rule (lib/cpu, max(move, stay)): stay unless move is larger,
+     * so ties stay and a NaN on either side gives what the CPU gives (a max
+     * instruction would drop a NaN stay, which overflowing scores can make:
+     * +inf plus a -inf cell). Hard MAS's decision bit is the same compare. */
     template <typename TA> __device__ static __forceinline__ TA plus(TA stay, TA move) {
-        return fmax(stay, move);
+        return stay < move ? move : stay;
     }
 };
 struct LogPlus {

@@ -28,9 +28,12 @@ constexpr int kSmemRingChunks = 3;
 constexpr int kGlobalRingFrames = 1024;
 /* The consumer reports its progress to the producer every this many chunks. */
 constexpr int kProgressChunks = 8;
-/* Every block takes at least this many tokens of an item, which bounds the
- * number of block boundaries (and so the global rings) per item. */
+/* The planner gives every block at least this many tokens of an item when
+ * the device's shared memory allows (fewer block boundaries, fewer rings). */
 constexpr int64_t kMinSlabTokens = 128;
+/* Tokens of the smallest block (one warp of 32 lanes x 2 tokens): what the
+ * workspace's rings per item are sized for, whatever the device allows. */
+constexpr int64_t kMinBlockTokens = 64;
 /* One flag per 128-byte line. */
 constexpr int kFlagStride = 32;
 
@@ -112,7 +115,7 @@ static inline HardLayout hard_layout(int64_t B, int64_t T, int64_t S, mas_dtype 
     HardLayout L;
     size_t acc = dtype == MAS_FLOAT64 ? 8 : 4;
     L.groups = (T + 31) / 32;
-    L.max_slabs = (T + kMinSlabTokens - 1) / kMinSlabTokens;
+    L.max_slabs = (T + kMinBlockTokens - 1) / kMinBlockTokens;
     size_t at = 0;
     L.bits = at;
     at += align256((size_t)B * (size_t)L.groups * (size_t)S * 4);

@@ -307,7 +307,7 @@ __device__ __forceinline__ void sweep_chunk(const unsigned char *tile, int lane,
             } else {
                 guard[k] = guard_max(guard[k], cell);
             }
-            q[k] = MaxPlus::plus(stay, move) + cell; /* the compare only feeds the ballot */
+            q[k] = MaxPlus::plus(stay, move) + cell; /* its compare is advance */
             uint32_t word = __ballot_sync(kFullMask, advance);
             ballots[k] = mine ? word : ballots[k];
         }
@@ -443,9 +443,12 @@ __global__ void __launch_bounds__(512) hard_forward(ForwardArgs a) {
             if (in_global) {
                 if (!below_band) boundary = settle(c, pending);
                 /* Frames before j0+nf-1 are read: tell the producer now and
-                 * then (a release, so these reads precede its overwrite). */
-                if (lane == 0 && (c % kProgressChunks == kProgressChunks - 1 || c + 1 == nch))
-                    store_release(in_progress, (int)(j0 + nf - 1));
+                 * then (the warp barrier orders every lane's reads before
+                 * lane 0's release, the release before its overwrite). */
+                if (c % kProgressChunks == kProgressChunks - 1 || c + 1 == nch) {
+                    __syncwarp();
+                    if (lane == 0) store_release(in_progress, (int)(j0 + nf - 1));
+                }
                 if (c + 1 < nch) issue(c + 1, pending);
             } else {
                 boundary = boundary_local(c);
@@ -498,6 +501,7 @@ __global__ void __launch_bounds__(512) hard_forward(ForwardArgs a) {
                         } while (seen < need);
                     }
                     seen_progress = __shfl_sync(kFullMask, seen, 0);
+                    __syncwarp(); /* lane 0's acquire before every lane's store */
                 }
                 if (lane < nf) RL::put(out_global + ((j0 + lane) % kGlobalRingFrames) * RW, top,
                                        ring_tag(j0 + lane));

@@ -71,10 +71,10 @@ mas_status launch_forward(ForwardArgs args, int64_t B, const Device &dev, cudaSt
     int64_t max_w = ((int64_t)dev.smem_optin - 1024) / (int64_t)per_warp;
     if (max_w > 16) max_w = 16;
     if (max_w < 1) return MAS_ERR_CUDA;
-    /* At least kMinSlabTokens per block (the workspace holds that many
-     * rings); otherwise the fewest warps per block that spread the items'
-     * warps over every multiprocessor, grown until all blocks of the launch
-     * can be resident at once (the blocks of an item wait on each other). */
+    /* At least kMinSlabTokens per block where the shared memory allows;
+     * otherwise the fewest warps per block that spread the items' warps
+     * over every multiprocessor, grown until all blocks of the launch can be
+     * resident at once (the blocks of an item wait on each other). */
     int64_t min_w = (kMinSlabTokens + rows - 1) / rows;
     if (min_w > warps_per_item) min_w = warps_per_item;
     int64_t w = (B * warps_per_item + dev.sms - 1) / dev.sms;
@@ -97,6 +97,8 @@ mas_status launch_forward(ForwardArgs args, int64_t B, const Device &dev, cudaSt
             w >= warps_per_item)
             break;
     }
+    /* The workspace holds rings for blocks of one warp (kMinBlockTokens). */
+    if (plan.slabs > args.max_slabs) return MAS_ERR_CUDA;
     const int64_t resident = (int64_t)per_sm * dev.sms;
     if (plan.slabs > resident) return MAS_ERR_BAD_ARGUMENT;
     const int64_t per_launch = plan.slabs == 1 ? B : resident / plan.slabs;

@@ -580,6 +580,7 @@ static inline mas_status soft_launch(const Plan &plan, int64_t B, int64_t n_stat
     int64_t seg_states;
     if (mas_soft_cuda_segment_states_ > 0) {
         seg_states = mas_soft_cuda_segment_states_;
+        if (seg_states > (int64_t)kSoftMaxThreads * 16) seg_states = (int64_t)kSoftMaxThreads * 16;
     } else {
         const int64_t want = (sms + B - 1) / B;
         seg_states = (n_states + want - 1) / want;
