@@ -24,8 +24,6 @@
 #define CPU_RELAX() ((void)0)
 #endif
 
-#define ALIGN_UP(x, a) (((x) + (a)-1) / (a) * (a))
-#define CACHE_LINE 64
 /* Frames per handshake between pipelined threads: long enough that each
  * token row streams from memory and the wait is amortised, short enough that
  * the pipeline fills quickly. */
@@ -45,12 +43,12 @@ static worker_layout layout_for(int64_t T, int64_t S, mas_dtype dtype) {
     worker_layout w;
     int32_t acc = dtype == MAS_FLOAT64 ? MAS_FLOAT64 : MAS_FLOAT32;
     int64_t lanes = dp_lanes(acc);
-    int64_t padded_T = ALIGN_UP(T, lanes);
-    w.decisions = ALIGN_UP((size_t)dp_decision_bytes(T, S, acc), CACHE_LINE);
-    w.column = ALIGN_UP((size_t)padded_T * accum_size(dtype), CACHE_LINE);
-    w.edge = ALIGN_UP((size_t)(S + DP_BLOCK_STEPS) * accum_size(dtype), CACHE_LINE);
-    w.scratch = ALIGN_UP((size_t)T * sizeof(int32_t), CACHE_LINE);
-    w.total = w.decisions + w.column + w.edge + w.scratch + CACHE_LINE /* progress */;
+    int64_t padded_T = MAS_ALIGN_UP(T, lanes);
+    w.decisions = MAS_ALIGN_UP((size_t)dp_decision_bytes(T, S, acc), MAS_CACHE_LINE);
+    w.column = MAS_ALIGN_UP((size_t)padded_T * accum_size(dtype), MAS_CACHE_LINE);
+    w.edge = MAS_ALIGN_UP((size_t)(S + DP_BLOCK_STEPS) * accum_size(dtype), MAS_CACHE_LINE);
+    w.scratch = MAS_ALIGN_UP((size_t)T * sizeof(int32_t), MAS_CACHE_LINE);
+    w.total = w.decisions + w.column + w.edge + w.scratch + MAS_CACHE_LINE /* progress */;
     return w;
 }
 
@@ -80,7 +78,7 @@ size_t mas_hard_cpu_workspace_size(int64_t batch, int64_t tokens, int64_t frames
     if (batch < 1 || tokens < 1 || frames < 1) return 0;
     worker_layout w = layout_for(tokens, frames, dtype);
     int32_t n = team_size(batch, tokens, frames, dtype, threads);
-    return CACHE_LINE + (size_t)n * w.total + ALIGN_UP((size_t)batch * sizeof(int32_t), CACHE_LINE);
+    return MAS_CACHE_LINE + (size_t)n * w.total + MAS_ALIGN_UP((size_t)batch * sizeof(int32_t), MAS_CACHE_LINE);
 }
 
 typedef struct hard_call {
@@ -184,7 +182,7 @@ static void run_item(hard_call *c, int64_t b, int32_t rank) {
     }
     dp_problem p = problem_for(c, b, decisions);
     int64_t lanes = dp_lanes(c->accum);
-    fill_real(column, c->accum, ALIGN_UP(p.n_states, lanes), -INFINITY);
+    fill_real(column, c->accum, MAS_ALIGN_UP(p.n_states, lanes), -INFINITY);
     start_edge(edge, c->accum, 0, p.n_steps);
     int bad = dp_sweep(&p, 0, p.n_states, 0, p.n_steps, column, edge);
     finish_item(c, b, bad, read_real(column, c->accum, p.n_states - 1), decisions, scratch);
@@ -195,7 +193,7 @@ static void item_task(void *ctx, int64_t b, int32_t rank) { run_item((hard_call 
 /* Pipelined: rank r sweeps tiles [r*k, (r+1)*k) of item c->item. */
 static atomic_llong *progress_of(hard_call *c, int32_t rank) {
     uint8_t *base = worker_base(c, rank);
-    return (atomic_llong *)(base + c->w.total - CACHE_LINE);
+    return (atomic_llong *)(base + c->w.total - MAS_CACHE_LINE);
 }
 
 static int32_t *bad_flag_of(hard_call *c, int32_t rank) {
@@ -226,7 +224,7 @@ static void pipeline_worker(void *ctx, int32_t rank) {
     const uint8_t *prev_edge =
         rank > 0 ? worker_base(c, rank - 1) + c->w.decisions + c->w.column : NULL;
     atomic_llong *prev = rank > 0 ? progress_of(c, rank - 1) : NULL;
-    fill_real(column, c->accum, ALIGN_UP(s_end - s_begin, lanes), -INFINITY);
+    fill_real(column, c->accum, MAS_ALIGN_UP(s_end - s_begin, lanes), -INFINITY);
     int bad = 0;
     for (int64_t t0 = 0; t0 < Y; t0 += PIPELINE_STEPS) {
         int64_t t1 = t0 + PIPELINE_STEPS < Y ? t0 + PIPELINE_STEPS : Y;
@@ -266,7 +264,7 @@ mas_status mas_hard_cpu(const mas_tensor3 *value, const int64_t *x_len,
     c.x_len = x_len;
     c.y_len = y_len;
     c.out = out;
-    c.ws = (uint8_t *)ALIGN_UP((uintptr_t)workspace, CACHE_LINE);
+    c.ws = (uint8_t *)MAS_ALIGN_UP((uintptr_t)workspace, MAS_CACHE_LINE);
     c.w = layout_for(T, S, dtype);
     c.team = team_size(B, T, S, dtype, threads);
     c.accum = dtype == MAS_FLOAT64 ? MAS_FLOAT64 : MAS_FLOAT32;

@@ -6,6 +6,11 @@
 
 #include "mas.h"
 
+/* Each thread's slice of a workspace starts on its own cache line (no
+ * false sharing between the slices). */
+#define MAS_CACHE_LINE 64
+#define MAS_ALIGN_UP(x, a) (((x) + (a)-1) / (a) * (a))
+
 /* Threads to use for `threads` (<= 0: one per core available to the process). */
 int32_t mas_thread_count(int32_t threads);
 

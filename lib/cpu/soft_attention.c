@@ -31,10 +31,10 @@ static att_layout layout_for(int64_t N, int64_t M, int32_t accum) {
     att_layout w;
     size_t acc = soft_accum_size(accum);
     int64_t states = N > M ? N : M, steps = N + M - 1;
-    w.column = SOFT_ALIGN_UP((size_t)SOFT_ALIGN_UP(states, dp_lanes(accum)) * acc,
-                             SOFT_CACHE_LINE);
-    w.edge = SOFT_ALIGN_UP((size_t)(steps + DP_BLOCK_STEPS) * acc, SOFT_CACHE_LINE);
-    w.adjoint = SOFT_ALIGN_UP(dp_adjoint_workspace_size(steps, accum), SOFT_CACHE_LINE);
+    w.column = MAS_ALIGN_UP((size_t)MAS_ALIGN_UP(states, dp_lanes(accum)) * acc,
+                             MAS_CACHE_LINE);
+    w.edge = MAS_ALIGN_UP((size_t)(steps + DP_BLOCK_STEPS) * acc, MAS_CACHE_LINE);
+    w.adjoint = MAS_ALIGN_UP(dp_adjoint_workspace_size(steps, accum), MAS_CACHE_LINE);
     w.total = w.column + w.edge > w.adjoint ? w.column + w.edge : w.adjoint;
     return w;
 }
@@ -43,8 +43,8 @@ size_t mas_attention_cpu_workspace_size(int64_t batch, int64_t n, int64_t m, mas
                                         int32_t threads) {
     if (batch < 1 || n < 1 || m < 1) return 0;
     att_layout w = layout_for(n, m, mas_accum_dtype(dtype));
-    return SOFT_CACHE_LINE + (size_t)soft_team(batch, threads) * w.total +
-           SOFT_ALIGN_UP((size_t)batch * sizeof(int32_t), SOFT_CACHE_LINE);
+    return MAS_CACHE_LINE + (size_t)soft_team(batch, threads) * w.total +
+           MAS_ALIGN_UP((size_t)batch * sizeof(int32_t), MAS_CACHE_LINE);
 }
 
 /* One item's walk: lengths, and the recurrence's shape over them. */
@@ -136,7 +136,7 @@ static void forward_item(void *ctx, int64_t b, int32_t rank) {
         p.alpha_stride_state = out.stride_state;
         p.alpha_stride_step = out.stride_step;
         void *column = base, *edge = base + c->w.column;
-        soft_fill(column, c->accum, SOFT_ALIGN_UP(it.states, dp_lanes(c->accum)), -INFINITY);
+        soft_fill(column, c->accum, MAS_ALIGN_UP(it.states, dp_lanes(c->accum)), -INFINITY);
         soft_fill(edge, c->accum, it.steps, -INFINITY);
         soft_fill(edge, c->accum, 1, 0.0); /* the virtual start: log phi[0,0] = 0 */
         dp_sweep(&p, 0, p.n_states, 0, p.n_steps, column, edge);
@@ -192,7 +192,7 @@ static mas_status prepare(att_call *c, mas_attention_kind kind, const mas_tensor
     c->m_len = m_len;
     c->accum = mas_accum_dtype(logits->dtype);
     c->w = layout_for(N, M, c->accum);
-    c->ws = (uint8_t *)SOFT_ALIGN_UP((uintptr_t)workspace, SOFT_CACHE_LINE);
+    c->ws = (uint8_t *)MAS_ALIGN_UP((uintptr_t)workspace, MAS_CACHE_LINE);
     c->status = (int32_t *)(c->ws + (size_t)soft_team(B, threads) * c->w.total);
     return MAS_OK;
 }

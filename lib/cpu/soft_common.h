@@ -13,8 +13,6 @@
 #include "cpu/parallel.h"
 #include "mas.h"
 
-#define SOFT_ALIGN_UP(x, a) (((x) + (a)-1) / (a) * (a))
-
 /* A function built for AVX-512, AVX2 and the baseline, the best picked when
  * the library loads: for the vectorised element-wise loops outside the DP
  * sweep (which has its own per-ISA builds). */
@@ -23,13 +21,8 @@
 #else
 #define SOFT_CLONES
 #endif
-#define SOFT_CACHE_LINE 64
-
-
 
 static inline size_t soft_accum_size(int32_t accum) { return accum == MAS_FLOAT64 ? 8 : 4; }
-
-
 
 /* Address of element (b, i, j) of t. */
 static inline void *soft_at(const mas_tensor3 *t, int64_t b, int64_t i, int64_t j) {

@@ -33,9 +33,9 @@ typedef struct fs_layout {
 static fs_layout layout_for(int64_t T, int64_t S, int32_t accum) {
     fs_layout w;
     size_t acc = soft_accum_size(accum);
-    w.column = SOFT_ALIGN_UP((size_t)SOFT_ALIGN_UP(T, dp_lanes(accum)) * acc, SOFT_CACHE_LINE);
-    w.edge = SOFT_ALIGN_UP((size_t)(S + DP_BLOCK_STEPS) * acc, SOFT_CACHE_LINE);
-    w.beta = SOFT_ALIGN_UP((size_t)T * (size_t)S * acc, SOFT_CACHE_LINE);
+    w.column = MAS_ALIGN_UP((size_t)MAS_ALIGN_UP(T, dp_lanes(accum)) * acc, MAS_CACHE_LINE);
+    w.edge = MAS_ALIGN_UP((size_t)(S + DP_BLOCK_STEPS) * acc, MAS_CACHE_LINE);
+    w.beta = MAS_ALIGN_UP((size_t)T * (size_t)S * acc, MAS_CACHE_LINE);
     w.total = w.column + w.edge + w.beta;
     return w;
 }
@@ -49,9 +49,9 @@ static int split_mode(int64_t batch, int32_t threads) {
 /* Bytes past the worker slots: per item a status and a log_z, then (split
  * mode) a second column and edge per item for the reversed sweeps. */
 static size_t tail_bytes(int64_t batch, const fs_layout *w, int split) {
-    size_t n = SOFT_ALIGN_UP(SOFT_ALIGN_UP((size_t)batch * sizeof(int32_t), sizeof(double)) +
+    size_t n = MAS_ALIGN_UP(MAS_ALIGN_UP((size_t)batch * sizeof(int32_t), sizeof(double)) +
                                  (size_t)batch * sizeof(double),
-                             SOFT_CACHE_LINE);
+                             MAS_CACHE_LINE);
     return n + (split ? (size_t)batch * (w->column + w->edge) : 0);
 }
 
@@ -59,7 +59,7 @@ size_t mas_forward_sum_cpu_workspace_size(int64_t batch, int64_t tokens, int64_t
                                           mas_dtype dtype, int32_t threads) {
     if (batch < 1 || tokens < 1 || frames < 1) return 0;
     fs_layout w = layout_for(tokens, frames, mas_accum_dtype(dtype));
-    return SOFT_CACHE_LINE + (size_t)soft_team(batch, threads) * w.total +
+    return MAS_CACHE_LINE + (size_t)soft_team(batch, threads) * w.total +
            tail_bytes(batch, &w, split_mode(batch, threads));
 }
 
@@ -111,7 +111,7 @@ static dp_view value_view(const mas_tensor3 *v, int64_t b, int64_t X, int64_t Y,
 static int sweep_item(const fs_call *c, dp_problem *p, uint8_t *base) {
     void *column = base;
     void *edge = base + c->w.column;
-    soft_fill(column, c->accum, SOFT_ALIGN_UP(p->n_states, dp_lanes(c->accum)), -INFINITY);
+    soft_fill(column, c->accum, MAS_ALIGN_UP(p->n_states, dp_lanes(c->accum)), -INFINITY);
     soft_fill(edge, c->accum, p->n_steps, -INFINITY);
     soft_fill(edge, c->accum, 1, 0.0); /* the virtual start */
     return dp_sweep(p, 0, p->n_states, 0, p->n_steps, column, edge);
@@ -293,11 +293,11 @@ mas_status mas_forward_sum_cpu(const mas_tensor3 *value, const int64_t *x_len,
     c.log_z = log_z;
     c.accum = mas_accum_dtype(value->dtype);
     c.w = layout_for(value->dim[1], value->dim[2], c.accum);
-    c.ws = (uint8_t *)SOFT_ALIGN_UP((uintptr_t)workspace, SOFT_CACHE_LINE);
+    c.ws = (uint8_t *)MAS_ALIGN_UP((uintptr_t)workspace, MAS_CACHE_LINE);
     int32_t team = soft_team(B, threads);
     uint8_t *tail = c.ws + (size_t)team * c.w.total;
     c.status = (int32_t *)tail;
-    c.item_log_z = (double *)(tail + SOFT_ALIGN_UP((size_t)B * sizeof(int32_t), sizeof(double)));
+    c.item_log_z = (double *)(tail + MAS_ALIGN_UP((size_t)B * sizeof(int32_t), sizeof(double)));
     c.extra = tail + tail_bytes(B, &c.w, 0);
     if (post && split_mode(B, threads)) {
         int64_t n = mas_thread_count(threads);

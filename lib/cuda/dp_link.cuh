@@ -41,6 +41,21 @@ template <typename E> struct Link {
         memcpy(&e, w, sizeof(E));
         return e;
     }
+    /* Warp-wide: each lane that wants its entry (raw, fetched from slot
+     * earlier, ideally a chunk or tile ago) gets it, re-reading until the
+     * tag matches, i.e. until the producer has written it; lanes that want
+     * nothing get absent. All 32 lanes must call. */
+    __device__ static E settle(const volatile unsigned long long *slot, unsigned long long (&raw)[N],
+                               unsigned tag, bool want, E absent) {
+        bool ready = !want || ok(raw, tag);
+        while (!__all_sync(0xffffffffu, ready)) { /* the producer is behind */
+            if (!ready) {
+                fetch(slot, raw);
+                ready = ok(raw, tag);
+            }
+        }
+        return want ? value(raw) : absent;
+    }
 };
 
 } // namespace mas_cuda

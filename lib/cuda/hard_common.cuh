@@ -111,6 +111,18 @@ struct HardLayout {
 
 static inline size_t align256(size_t x) { return (x + 255) / 256 * 256; }
 
+/* The caller's workspace, rounded up to the 256 bytes every *_layout keeps
+ * in reserve for it. */
+static inline unsigned char *align_workspace(void *workspace) {
+    return (unsigned char *)align256((size_t)(uintptr_t)workspace);
+}
+
+/* Stride of an axis as far as addressing goes: a size-1 axis is never
+ * stepped along, whatever stride the caller gave it. */
+static inline int64_t view_stride(const mas_tensor3 *t, int k) {
+    return t->dim[k] == 1 ? 0 : t->stride[k];
+}
+
 static inline HardLayout hard_layout(int64_t B, int64_t T, int64_t S, mas_dtype dtype) {
     HardLayout L;
     size_t acc = dtype == MAS_FLOAT64 ? 8 : 4;

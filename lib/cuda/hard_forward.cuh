@@ -383,15 +383,8 @@ __global__ void __launch_bounds__(512) hard_forward(ForwardArgs a) {
     };
     auto settle = [&](int64_t c, ull (&raw)[RW]) -> TA {
         const int64_t jj = c * kChunk + lane - 1;
-        const bool real = frame_real(c);
-        bool ok = !real || RL::ok(raw, ring_tag(jj));
-        while (!__all_sync(kFullMask, ok)) { /* the producer is behind: wait */
-            if (!ok) {
-                issue(c, raw);
-                ok = RL::ok(raw, ring_tag(jj));
-            }
-        }
-        return real ? RL::value(raw) : neg_inf<TA>();
+        const volatile ull *slot = in_global + (jj < 0 ? 0 : jj % kGlobalRingFrames) * RW;
+        return RL::settle(slot, raw, ring_tag(jj), frame_real(c), neg_inf<TA>());
     };
     auto boundary_local = [&](int64_t c) -> TA {
         const int64_t jj = c * kChunk + lane - 1;

@@ -19,10 +19,6 @@ using namespace mas_cuda;
 
 namespace {
 
-/* Stride of an axis as far as addressing goes: a size-1 axis is never
- * stepped along. */
-int64_t eff_stride(const mas_tensor3 *t, int k) { return t->dim[k] == 1 ? 0 : t->stride[k]; }
-
 bool aligned16(const void *p, int64_t s_a, int64_t s_b, int64_t es) {
     return ((uintptr_t)p % 16) == 0 && (s_a * es) % 16 == 0 && (s_b * es) % 16 == 0;
 }
@@ -147,9 +143,9 @@ mas_status launch_path(const mas_tensor3 *path, int64_t B, int64_t T, int64_t S,
     const int64_t es = (int64_t)mas_dtype_size((mas_dtype)path->dtype);
     PathArgs p;
     p.data = (unsigned char *)path->data;
-    p.s0 = eff_stride(path, 0);
-    p.s1 = eff_stride(path, 1);
-    p.s2 = eff_stride(path, 2);
+    p.s0 = view_stride(path, 0);
+    p.s1 = view_stride(path, 1);
+    p.s2 = view_stride(path, 2);
     p.B = B;
     p.T = T;
     p.S = S;
@@ -208,15 +204,15 @@ extern "C" mas_status mas_hard_cuda(const mas_tensor3 *value, const int64_t *x_l
     st = query_device(&dev);
     if (st != MAS_OK) return st;
     cudaStream_t s = (cudaStream_t)stream;
-    unsigned char *ws = (unsigned char *)(((uintptr_t)workspace + 255) / 256 * 256);
+    unsigned char *ws = align_workspace(workspace);
 
 
     const int64_t es = (int64_t)mas_dtype_size(dtype);
     ForwardArgs fa;
     fa.value = (const unsigned char *)value->data;
-    fa.s0 = eff_stride(value, 0);
-    fa.s1 = eff_stride(value, 1);
-    fa.s2 = eff_stride(value, 2);
+    fa.s0 = view_stride(value, 0);
+    fa.s1 = view_stride(value, 1);
+    fa.s2 = view_stride(value, 2);
     fa.T = T;
     fa.S = S;
     fa.x_len = x_len;

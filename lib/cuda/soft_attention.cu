@@ -44,9 +44,9 @@ Strided strided(const mas_tensor3 *t) {
     Strided r;
     r.base = t->data;
     r.dtype = t->dtype;
-    r.s0 = soft_stride(t, 0);
-    r.s1 = soft_stride(t, 1);
-    r.s2 = soft_stride(t, 2);
+    r.s0 = view_stride(t, 0);
+    r.s1 = view_stride(t, 1);
+    r.s2 = view_stride(t, 2);
     return r;
 }
 
@@ -195,7 +195,7 @@ extern "C" mas_status mas_attention_forward_cuda(mas_attention_kind kind, const 
     if (st != MAS_OK) return st;
     if (workspace_size < attn_workspace(logits->dim[0], logits->dim[1], logits->dim[2], logits->dtype))
         return MAS_ERR_WORKSPACE_TOO_SMALL;
-    unsigned char *ws = (unsigned char *)(((uintptr_t)workspace + 255) / 256 * 256);
+    unsigned char *ws = align_workspace(workspace);
     cudaStream_t s = (cudaStream_t)stream;
     if (mas_accum_dtype(logits->dtype) == MAS_FLOAT64)
         return run_attention<double>(kind, logits, n_len, m_len, log_phi, nullptr, nullptr, ws, s,
@@ -220,7 +220,7 @@ extern "C" mas_status mas_attention_backward_cuda(mas_attention_kind kind,
         return MAS_ERR_BAD_SHAPE;
     if (workspace_size < attn_workspace(logits->dim[0], logits->dim[1], logits->dim[2], logits->dtype))
         return MAS_ERR_WORKSPACE_TOO_SMALL;
-    unsigned char *ws = (unsigned char *)(((uintptr_t)workspace + 255) / 256 * 256);
+    unsigned char *ws = align_workspace(workspace);
     cudaStream_t s = (cudaStream_t)stream;
     if (mas_accum_dtype(logits->dtype) == MAS_FLOAT64)
         return run_attention<double>(kind, logits, n_len, m_len, log_phi, grad_log_phi,

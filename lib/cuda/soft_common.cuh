@@ -62,11 +62,6 @@ __device__ __forceinline__ void report_error(uint64_t *word, int64_t item, int s
 
 
 
-/* Stride of an axis as far as addressing goes: a size-1 axis is never
- * stepped along. */
-static inline int64_t soft_stride(const mas_tensor3 *t, int k) {
-    return t->dim[k] == 1 ? 0 : t->stride[k];
-}
 
 } // namespace mas_cuda
 

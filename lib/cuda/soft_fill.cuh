@@ -39,9 +39,9 @@ static inline mas_status soft_launch_fill(const mas_tensor3 *t, const int64_t *l
                                           cudaStream_t stream) {
     FillArgs<TA> a;
     a.base = (TA *)t->data;
-    a.s0 = soft_stride(t, 0);
-    a.s1 = soft_stride(t, 1);
-    a.s2 = soft_stride(t, 2);
+    a.s0 = view_stride(t, 0);
+    a.s1 = view_stride(t, 1);
+    a.s2 = view_stride(t, 2);
     a.B = t->dim[0];
     a.n1 = t->dim[1];
     a.n2 = t->dim[2];

@@ -143,18 +143,18 @@ mas_status run_forward_sum(const mas_tensor3 *value, const int64_t *x_len, const
     FsPlan<TA> plan;
     plan.value = value->data;
     plan.dtype = value->dtype;
-    plan.v0 = soft_stride(value, 0);
-    plan.v1 = soft_stride(value, 1);
-    plan.v2 = soft_stride(value, 2);
+    plan.v0 = view_stride(value, 0);
+    plan.v1 = view_stride(value, 1);
+    plan.v2 = view_stride(value, 2);
     plan.T = T;
     plan.S = S;
     plan.x_len = x_len;
     plan.y_len = y_len;
     plan.alpha = post ? (TA *)(ws + L.alpha) : nullptr;
     plan.post = post ? (TA *)post->data : nullptr;
-    plan.p0 = post ? soft_stride(post, 0) : 0;
-    plan.p1 = post ? soft_stride(post, 1) : 0;
-    plan.p2 = post ? soft_stride(post, 2) : 0;
+    plan.p0 = post ? view_stride(post, 0) : 0;
+    plan.p1 = post ? view_stride(post, 1) : 0;
+    plan.p2 = post ? view_stride(post, 2) : 0;
     plan.status = (int32_t *)(ws + L.status);
     plan.log_z_ws = (TA *)(ws + L.log_z);
     plan.log_z = (TA *)log_z;
@@ -197,7 +197,7 @@ extern "C" mas_status mas_forward_sum_cuda(const mas_tensor3 *value, const int64
     const int32_t accum = mas_accum_dtype(value->dtype);
     const FsLayout L = fs_layout(B, T, S, accum);
     if (workspace_size < L.total) return MAS_ERR_WORKSPACE_TOO_SMALL;
-    unsigned char *ws = (unsigned char *)(((uintptr_t)workspace + 255) / 256 * 256);
+    unsigned char *ws = align_workspace(workspace);
     cudaStream_t s = (cudaStream_t)stream;
     if (accum == MAS_FLOAT64)
         return run_forward_sum<double>(value, x_len, y_len, log_z, post, ws, L, s, error_word);

@@ -104,7 +104,7 @@ static inline size_t soft_link_bytes(int64_t B, int64_t n_states, int64_t max_st
                                      size_t edge_bytes, int64_t min_segment) {
     const int64_t segs = (n_states + min_segment - 1) / min_segment;
     const size_t words = edge_bytes / 4;
-    return ((size_t)B * (size_t)(segs - 1) * (size_t)(max_steps + 2) * words * 8 + 256 + 255) / 256 * 256;
+    return align256((size_t)B * (size_t)(segs - 1) * (size_t)(max_steps + 2) * words * 8) + 256;
 }
 
 template <typename TA> __device__ __forceinline__ TA shfl_idx(TA v, int k) {
@@ -366,15 +366,8 @@ __global__ void __launch_bounds__(kSoftMaxThreads)
     };
     auto link_settle = [&](int64_t t0) {
         const int64_t e = t0 + lane;
-        const bool want = lane < ts && e < it.n_steps;
-        bool ok = !want || L::ok(link_raw, (unsigned)e + 1u);
-        while (!__all_sync(kFullMask, ok)) { /* the previous segment is behind */
-            if (!ok) {
-                L::fetch(link_in + e * L::N, link_raw);
-                ok = L::ok(link_raw, (unsigned)e + 1u);
-            }
-        }
-        link_edge = want ? L::value(link_raw) : Cell::zero();
+        link_edge = L::settle(link_in + e * L::N, link_raw, (unsigned)e + 1u,
+                              lane < ts && e < it.n_steps, Cell::zero());
     };
     if (link_in && warp == 0) link_fetch(0);
     load_tile(0);
@@ -597,9 +590,9 @@ static inline mas_status soft_launch(const Plan &plan, int64_t B, int64_t n_stat
     g.links = (unsigned long long *)links;
     const size_t link_bytes = (size_t)B * (size_t)(g.n_segs - 1) * (size_t)g.entries *
                               (sizeof(typename Cell::Edge) / 4) * 8;
-    g.ticket = (unsigned *)((unsigned char *)links + (link_bytes + 255) / 256 * 256);
+    g.ticket = (unsigned *)((unsigned char *)links + align256(link_bytes));
     if (g.n_segs > 1 &&
-        cudaMemsetAsync(links, 0, (link_bytes + 255) / 256 * 256 + 256, stream) != cudaSuccess)
+        cudaMemsetAsync(links, 0, align256(link_bytes) + 256, stream) != cudaSuccess)
         return MAS_ERR_CUDA;
     const int64_t blocks = B * g.n_segs;
     switch (sh.k) {
