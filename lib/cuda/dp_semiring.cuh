@@ -13,16 +13,28 @@ namespace mas_cuda {
  * is a chain of dependent logaddexps, and their latency is the sweep's
  * time. Each call's absolute error stays near 4e-7, well inside float32
  * tolerances. */
-__device__ __forceinline__ float soft_exp(float x) { return __expf(x); }
+__device__ __forceinline__ float soft_exp(float x) {
+    /* ex2 flushing subnormals (results under 1e-38 become 0): __expf's
+     * subnormal fix-up costs three more instructions on the chain */
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x * 1.4426950408889634f));
+    return y;
+}
 __device__ __forceinline__ double soft_exp(double x) { return exp(x); }
-__device__ __forceinline__ float soft_log1p_small(float e) { return __logf(1.0f + e); }
+/* log(1 + e) for e in [0, 1]: the argument is never subnormal */
+__device__ __forceinline__ float soft_log1p_small(float e) {
+    float y;
+    asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(1.0f + e));
+    return y * 0.6931471805599453f;
+}
 __device__ __forceinline__ double soft_log1p_small(double e) { return log1p(e); }
 
-/* logaddexp; -inf + -inf stays -inf (never -inf - -inf). */
+/* logaddexp; -inf + -inf stays -inf (never -inf - -inf). A select, not a
+ * branch: the steps of a sweep's tile run as one straight line. */
 template <typename TA> __device__ __forceinline__ TA log_add_exp(TA a, TA b) {
-    TA hi = a > b ? a : b, lo = a > b ? b : a;
-    if (hi == neg_inf<TA>()) return hi;
-    return hi + soft_log1p_small(soft_exp(lo - hi));
+    const TA hi = a > b ? a : b, lo = a > b ? b : a;
+    const TA r = hi + soft_log1p_small(soft_exp(lo - hi));
+    return hi == neg_inf<TA>() ? hi : r;
 }
 
 /* plus(stay, move): the sum of a cell's two incoming paths. */

@@ -33,32 +33,24 @@ struct PlusCell {
     __device__ static TA start(int64_t t) { return t == 0 ? (TA)0 : neg_inf<TA>(); }
     __device__ static TA final_value(TA stay) { return stay; }
 
+    /* Branch-free (soft_sweep.cuh): everything is computed, then cells
+     * that do not exist give the zero edges. */
     __device__ static void step(TA in_stay, TA in_move, const TA (&x)[NIN > 0 ? NIN : 1],
                                 bool exists, TA scalar, TA &out_stay, TA &out_move, TA &out) {
-        if (!exists) { /* whole warps outside the band skip the arithmetic */
-            out_stay = out_move = neg_inf<TA>();
-            out = POSTERIOR ? (TA)0 : neg_inf<TA>();
-            return;
-        }
         TA alpha = Semiring::plus(in_stay, in_move);
         if (HAS_CELL) alpha += x[CELL];
-        if (HAS_LOGITS) {
-            TA ws, wm;
-            log_sigmoid_pair(x[LOGITS], ws, wm);
-            out_stay = alpha + ws;
-            out_move = alpha + wm;
-        } else {
-            out_stay = out_move = alpha;
-        }
+        TA ws = 0, wm = 0;
+        if (HAS_LOGITS) log_sigmoid_pair(x[LOGITS], ws, wm);
+        out_stay = exists ? alpha + ws : neg_inf<TA>();
+        out_move = exists ? alpha + wm : neg_inf<TA>();
         if (POSTERIOR) {
             /* alpha here is beta~ (the reversed sweep), x[FWD] the forward's
              * alpha; -inf on either side: no path crosses the cell. */
-            TA fwd = x[FWD];
-            out = (alpha == neg_inf<TA>() || fwd == neg_inf<TA>())
-                      ? (TA)0
-                      : soft_exp(alpha + fwd - (HAS_CELL ? x[CELL] : (TA)0) - scalar);
+            const TA fwd = x[FWD];
+            const TA g = soft_exp(alpha + fwd - (HAS_CELL ? x[CELL] : (TA)0) - scalar);
+            out = !exists || alpha == neg_inf<TA>() || fwd == neg_inf<TA>() ? (TA)0 : g;
         } else {
-            out = alpha;
+            out = exists ? alpha : neg_inf<TA>();
         }
     }
 };
@@ -90,25 +82,22 @@ template <typename TA> struct AdjointCell {
 
     __device__ static void step(Edge in_stay, Edge in_move, const TA (&x)[3], bool exists, TA,
                                 Edge &out_stay, Edge &out_move, TA &out) {
-        const TA alpha = x[ALPHA];
-        Edge e = zero();
-        out = 0;
-        if (exists && alpha != neg_inf<TA>()) {
-            const TA xv = x[LOGITS];
-            TA ws, wm;
-            const TA ex = log_sigmoid_pair(xv, ws, wm);
-            /* sigmoid(|x|) = 1/(1+e), sigmoid(-|x|) = e/(1+e), e = exp(-|x|) */
-            const TA big = soft_rcp((TA)1 + ex), small = ex * big;
-            const TA sig_pos = xv >= 0 ? big : small, sig_neg = xv >= 0 ? small : big;
-            TA a_stay = 0, a_move = 0;
-            if (in_stay.b != neg_inf<TA>() && in_stay.a != 0)
-                a_stay = in_stay.a * soft_exp(alpha + ws - in_stay.b);
-            if (in_move.b != neg_inf<TA>() && in_move.a != 0)
-                a_move = in_move.a * soft_exp(alpha + wm - in_move.b);
-            e.a = x[GRAD] + a_stay + a_move;
-            e.b = alpha;
-            out = a_stay * sig_neg - a_move * sig_pos;
-        }
+        const TA alpha = x[ALPHA], xv = x[LOGITS];
+        const bool live = exists && alpha != neg_inf<TA>();
+        TA ws, wm;
+        const TA ex = log_sigmoid_pair(xv, ws, wm);
+        /* sigmoid(|x|) = 1/(1+e), sigmoid(-|x|) = e/(1+e), e = exp(-|x|) */
+        const TA big = soft_rcp((TA)1 + ex), small = ex * big;
+        const TA sig_pos = xv >= 0 ? big : small, sig_neg = xv >= 0 ? small : big;
+        /* computed always, selected (branch-free); never 0 * inf */
+        const TA e_stay = in_stay.a * soft_exp(alpha + ws - in_stay.b);
+        const TA e_move = in_move.a * soft_exp(alpha + wm - in_move.b);
+        const TA a_stay = in_stay.b != neg_inf<TA>() && in_stay.a != 0 ? e_stay : (TA)0;
+        const TA a_move = in_move.b != neg_inf<TA>() && in_move.a != 0 ? e_move : (TA)0;
+        Edge e;
+        e.a = live ? x[GRAD] + a_stay + a_move : (TA)0;
+        e.b = live ? alpha : neg_inf<TA>();
+        out = live ? a_stay * sig_neg - a_move * sig_pos : (TA)0;
         out_stay = out_move = e;
     }
 };

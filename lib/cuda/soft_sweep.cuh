@@ -17,16 +17,19 @@
  * others to its zero. Forward walks have band_hi = 0 (no path from the start
  * reaches s > t); soft_reverse() maps both bands onto the reversed walk.
  *
- * Work split: one block per segment of an item's states (one segment when B
- * alone fills the GPU; more, running at once and linked through tagged
- * entries in global memory, when it does not, or when an item has more
- * states than a block holds: SoftGeom). Thread p of P owns states q*P + p
- * of its segment for q < K, so per step the only cross-thread value is
- * move(t-1, s-1): a shuffle inside a warp, one shared-memory word per warp
- * and state slot across warps, one link entry across segments, and one
- * barrier per step. Inputs come through shared-memory tiles of TS
- * steps, loaded cooperatively along whichever axis of the view is contiguous
- * and prefetched into registers one tile ahead; outputs leave the same way. */
+ * Work split (the pipeline of hard MAS's forward, hard_forward.cuh): a warp
+ * owns 32 consecutive states of an item, one a lane, and walks the steps in
+ * tiles of TS; per step the only cross-lane value is move(t-1, s-1), one
+ * shuffle away, and the warp's first state takes it from the warp below,
+ * which runs one tile ahead and hands its last state's edges over through a
+ * shared-memory ring ordered by one block barrier per tile. A block holds a
+ * segment of an item's states (a few warps); segments run at once and hand
+ * the edges on through tagged entries in global memory (dp_link.cuh),
+ * fetched a tile ahead. Each warp prefetches its next tile of inputs into
+ * registers while it computes the current one, along whichever axis of the
+ * view is contiguous, and stores its outputs through a shared-memory tile
+ * the same way.
+ */
 #ifndef MAS_CUDA_SOFT_SWEEP_CUH
 #define MAS_CUDA_SOFT_SWEEP_CUH
 
@@ -35,10 +38,7 @@
 
 namespace mas_cuda {
 
-constexpr int kSoftMaxThreads = 512;
-/* Input elements each thread prefetches per view and tile (K * TS): more
- * for one input, fewer where three share the registers. */
-__host__ __device__ constexpr int soft_prefetch(int nin) { return nin <= 1 ? 32 : nin == 2 ? 16 : 8; }
+constexpr int kSoftMaxThreads = 256; /* 8 warps: up to 255 registers a thread */
 
 /* A strided 2-D view over (step t, state s) of one item. */
 struct SoftView {
@@ -76,18 +76,15 @@ template <typename TA> __device__ __forceinline__ Pair<TA> shfl_up1(Pair<TA> v) 
     return r;
 }
 
-/* Launch-wide geometry, uniform over items. */
+/* Launch-wide geometry, uniform over items.
+ * An item's states run as segments of seg_states states, one block each,
+ * n_segs blocks an item, concurrently: the move edges out of a segment's
+ * last state reach the next segment's block through a buffer of tagged
+ * entries (one per step, then one "done" entry that carries the bad flag
+ * down the chain). Blocks take (item, segment) from a ticket counter, so a
+ * block waits only on blocks that have started; a producer never waits, so
+ * the launch cannot deadlock. */
 struct SoftGeom {
-    int ts;         /* steps per tile, a power of two */
-    int ts_shift;   /* log2(ts) */
-    int direct_out; /* 1: outputs go straight to memory (no out tile) */
-    /* An item's states run as segments of seg_states states, one block
-     * each, n_segs blocks an item, concurrently: the move edges out of a
-     * segment's last state reach the next segment's block through a buffer
-     * of tagged entries (one per step, then one "done" entry that carries
-     * the bad flag down the chain). Blocks take (item, segment) from a
-     * ticket counter, so a block waits only on blocks that have started; a
-     * producer never waits, so the launch cannot deadlock. */
     int64_t seg_states;
     int64_t n_segs;
     int64_t entries; /* per boundary: max_steps + 2 */
@@ -95,8 +92,8 @@ struct SoftGeom {
     unsigned *ticket;
 };
 
-/* Smallest segment the planner makes (a test hook may go lower). */
-constexpr int64_t kSoftMinSegment = 64;
+/* Smallest segment the planner makes, one warp (a test hook may go lower). */
+constexpr int64_t kSoftMinSegment = 32;
 
 /* Workspace of the segment links for items of up to n_states states and
  * max_steps steps with edges of edge_bytes, plus the ticket counter. */
@@ -105,6 +102,15 @@ static inline size_t soft_link_bytes(int64_t B, int64_t n_states, int64_t max_st
     const int64_t segs = (n_states + min_segment - 1) / min_segment;
     const size_t words = edge_bytes / 4;
     return align256((size_t)B * (size_t)(segs - 1) * (size_t)(max_steps + 2) * words * 8) + 256;
+}
+
+/* The hand-over rings at the start of a block's shared memory: entries of
+ * edge_bytes / 4 tagged 64-bit words; then the warps' progress counters. */
+static inline __host__ __device__ size_t soft_ring_bytes(int rings, int ring, size_t edge) {
+    return (size_t)rings * ring * (edge / 4) * 8;
+}
+static inline __host__ __device__ size_t soft_progress_bytes(int nw) {
+    return ((size_t)nw * 8 + 15) / 16 * 16;
 }
 
 template <typename TA> __device__ __forceinline__ TA shfl_idx(TA v, int k) {
@@ -121,22 +127,6 @@ template <typename TA> __device__ __forceinline__ Pair<TA> shfl_idx(Pair<TA> v, 
 __device__ __forceinline__ bool along_steps(int64_t s_state, int64_t s_step) {
     int64_t a = s_state < 0 ? -s_state : s_state, b = s_step < 0 ? -s_step : s_step;
     return b <= a;
-}
-
-/* Element e of a tile of ts steps and n_pad = K*P states -> (step k, state s).
- * Along steps: ts consecutive threads read one state's row. Along states:
- * e = tid + r*P, so k = r / K and s = (r % K) * P + tid. */
-template <int K>
-__device__ __forceinline__ void tile_pos(bool steps_fast, int tid, int r, int P, int ts_shift,
-                                         int &k, int &s) {
-    if (steps_fast) {
-        int e = tid + r * P;
-        k = e & ((1 << ts_shift) - 1);
-        s = e >> ts_shift;
-    } else {
-        k = r / K;
-        s = (r % K) * P + tid;
-    }
 }
 
 constexpr int64_t kSoftNoBand = INT64_MAX / 4;
@@ -223,18 +213,57 @@ __device__ __forceinline__ TA prefetch_one(const TV *ptr, bool in, TA pad) {
     }
 }
 
-/* Policy interface (see soft_ops.cuh):
- *   Cell::NIN, Cell::Edge, Cell::zero(), Cell::start(t),
+/* Steps per tile: the prefetch distance, one prefetch register per step and
+ * input (three inputs, the adjoint, get shorter tiles), and how often a warp
+ * reports its progress. */
+__host__ __device__ constexpr int soft_tile_steps(int nin) { return nin >= 3 ? 8 : 16; }
+/* The rings a warp hands its last state's move edges to the warp above
+ * through: four tiles of tagged entries (a producer runs at most three tiles
+ * ahead, so a ring of more than two can never deadlock). */
+constexpr int kSoftRingTiles = 4;
+constexpr int kSoftPitch = 33; /* a tile row of 32 states, padded for the banks */
+
+/* The steps t0 + k, 0 <= k < TS, on which cell (t, s) exists and a view
+ * that reads steps [t_lo, t_hi) reads it, as [klo, khi] (empty: klo > khi):
+ * per tile, so that the per-step tests are two 32-bit compares. */
+template <int TS, typename TA, int NIN>
+__device__ __forceinline__ void step_range(const SoftItem<TA, NIN> &it, int64_t s, int64_t t0,
+                                           int64_t t_lo, int64_t t_hi, int &klo, int &khi) {
+    int64_t a = s - it.band_hi, b = s + it.band_lo;
+    if (a < t_lo) a = t_lo;
+    if (b > t_hi - 1) b = t_hi - 1;
+    a -= t0;
+    b -= t0;
+    if (s >= it.n_states) a = TS;
+    klo = a < 0 ? 0 : a > TS ? TS : (int)a;
+    khi = b < -1 ? -1 : b >= TS ? TS - 1 : (int)b;
+}
+
+/* Policy interface (soft_cells.cuh):
+ *   Cell::NIN, Cell::Edge, Cell::zero(), Cell::start(t), Cell::pad(v),
  *   Cell::step(in_stay, in_move, const TA (&x)[NIN], exists, scalar,
- *              &out_stay, &out_move, &out_value),
+ *              &out_stay, &out_move, &out_value) (branch-free: the steps
+ *              of a tile run as one straight line),
  *   Cell::final_value(stay) -> TA (what the plan's finish sees);
  *   Plan::item(b, SoftItem&) -> bool (false: skip, already reported),
- *   Plan::finish(b, final_value_of_last_state, bad) (thread 0). */
-template <typename TA, int K, class Cell, class Plan>
+ *   Plan::finish(b, final_value_of_last_state, bad) (thread 0).
+ *
+ * Block: nw warps over one segment's states, lane l of warp w on state
+ * 32w + l; warps run on their own (no block barrier in the sweep): warp w
+ * reads the edge into its first state at step t from entry t-1 of ring w,
+ * which warp w-1 (for warp 0: warp 0 itself, from the link or the virtual
+ * start, a tile at a time) fills with tagged entries as it goes, so warp w
+ * trails warp w-1 by a step or two, not by a tile. A producer waits only
+ * when it is a whole ring ahead of its consumer. */
+template <typename TA, class Cell, class Plan>
 __global__ void __launch_bounds__(kSoftMaxThreads)
     soft_sweep(const Plan plan, const SoftGeom geom) {
-    constexpr int NIN = Cell::NIN;
+    constexpr int NIN = Cell::NIN, NV = NIN > 0 ? NIN : 1;
+    constexpr int TS = soft_tile_steps(NIN), TS_SHIFT = TS == 8 ? 3 : 4;
+    constexpr int RING = kSoftRingTiles * TS, PITCH = kSoftPitch;
+    constexpr int SPR = 32 / TS; /* states per row-load instruction along steps */
     using Edge = typename Cell::Edge;
+    using L = Link<Edge>;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     __shared__ TA final_value;
 
@@ -242,10 +271,7 @@ __global__ void __launch_bounds__(kSoftMaxThreads)
     if (threadIdx.x == 0) s_ticket = geom.n_segs > 1 ? atomicAdd(geom.ticket, 1u) : blockIdx.x;
     __syncthreads();
     const int64_t b = s_ticket / geom.n_segs, seg = s_ticket % geom.n_segs;
-    const int P = blockDim.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int nw = P >> 5;
-    const int n_pad = P * K, pitch = n_pad + 1;
-    const int ts = geom.ts, ts_shift = geom.ts_shift;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
 
     SoftItem<TA, NIN> whole;
     if (!plan.item(b, whole)) return; /* uniform over the block */
@@ -254,73 +280,75 @@ __global__ void __launch_bounds__(kSoftMaxThreads)
     const bool last_seg = s0 + geom.seg_states >= whole.n_states;
     const SoftItem<TA, NIN> it =
         soft_segment(whole, s0, last_seg ? whole.n_states - s0 : geom.seg_states);
+    /* This warp's states as an item of their own. */
+    const int64_t w0 = (int64_t)warp * 32;
+    const bool active = w0 < it.n_states;
+    const int wn = !active ? 0 : it.n_states - w0 < 32 ? (int)(it.n_states - w0) : 32;
+    const SoftItem<TA, NIN> wi = soft_segment(it, active ? w0 : 0, active ? wn : 1);
+    const int nw_active = (int)((it.n_states + 31) / 32);
+
     /* Links: into state 0 from the previous segment's last state (entry t:
      * its move edge of step t-1), out of the last state to the next. */
-    using L = Link<Edge>;
     const size_t link_words = (size_t)geom.entries * L::N;
     const volatile unsigned long long *link_in =
         seg > 0 ? geom.links + ((size_t)b * (geom.n_segs - 1) + (seg - 1)) * link_words : nullptr;
     volatile unsigned long long *link_out =
         !last_seg ? geom.links + ((size_t)b * (geom.n_segs - 1) + seg) * link_words : nullptr;
     const int64_t done_entry = geom.entries - 1;
+    /* the warp that holds the segment's last state sends its edges on */
+    const bool link_warp = link_out && warp == nw_active - 1;
 
-    Edge *bnd = (Edge *)smem_raw; /* [2][nw][K] */
-    TA *tile_in = (TA *)(smem_raw + (((size_t)2 * nw * K * sizeof(Edge) + 15) / 16 * 16));
-    TA *tile_out = tile_in + (size_t)NIN * ts * pitch;
+    /* rings [nw + 1][RING][L::N] of tagged words: ring r entry t (tag t+1)
+     * is the edge into warp r's first state at step t+1; warp r-1 writes it
+     * (ring 0: warp 0 itself). progress[w]: steps warp w has finished. */
+    volatile unsigned long long *rings = (volatile unsigned long long *)smem_raw;
+    volatile long long *progress = (volatile long long *)(smem_raw + soft_ring_bytes(nw + 1, RING, sizeof(Edge)));
+    TA *tiles = (TA *)(smem_raw + soft_ring_bytes(nw + 1, RING, sizeof(Edge)) + soft_progress_bytes(nw));
+    TA *tile_in = tiles + (size_t)warp * (NIN + 1) * TS * PITCH; /* [NIN][TS][PITCH] */
+    TA *tile_out = tile_in + (size_t)NIN * TS * PITCH;             /* [TS][PITCH] */
+    volatile unsigned long long *ring_in = rings + (size_t)warp * RING * L::N;
+    volatile unsigned long long *ring_out = ring_in + (size_t)RING * L::N;
 
-    bool fast_in[NIN > 0 ? NIN : 1];
+    bool fast_in[NV];
 #pragma unroll
-    for (int v = 0; v < NIN; v++) fast_in[v] = along_steps(it.in[v].s_state, it.in[v].s_step);
-    const bool fast_out = along_steps(it.out.s_state, it.out.s_step);
-    const bool want_out = it.out.base != nullptr;
-    const int per_thread = K * ts; /* tile elements per thread and view */
+    for (int v = 0; v < NIN; v++) fast_in[v] = along_steps(wi.in[v].s_state, wi.in[v].s_step);
+    const bool fast_out = along_steps(wi.out.s_state, wi.out.s_step);
+    const bool want_out = wi.out.base != nullptr;
+    /* Along steps lane l reads step l % TS of states l / TS + r * SPR; along
+     * states, state l of step r. */
+    const int k_fast = lane & (TS - 1), s_fast = lane >> TS_SHIFT;
 
-    constexpr int PF = soft_prefetch(NIN) > K ? soft_prefetch(NIN) : K; /* ts >= 1 */
-    TA pf[NIN > 0 ? NIN : 1][PF];
+    TA pf[NV][TS];
     bool bad = false;
-    /* Along steps, thread tid reads step k = tid % ts of states
-     * tid / ts + r * (P / ts); along states, step r / K of state
-     * (r % K) * P + tid. Either way one pointer walks with a fixed stride. */
-    const int k_fast = tid & (ts - 1), s_fast = tid >> ts_shift, ds_fast = P >> ts_shift;
-
-    /* Loads of a tile, issued back to back: the dtype switch sits outside
-     * the loop and nothing uses a loaded value until commit_tile, so all
-     * the loads of a tile are in flight together while the previous tile
-     * is computed. */
+    /* The loads of a tile, issued back to back and used only at commit, so
+     * they are in flight while the previous tile is computed. */
     auto load_tile = [&](int64_t t0) {
 #pragma unroll
         for (int v = 0; v < NIN; v++) {
-            const SoftView &w = it.in[v];
+            const SoftView &w = wi.in[v];
             auto rows = [&](auto tag) {
                 using TV = decltype(tag);
                 const TA pad = Cell::pad(v);
                 if (fast_in[v]) {
                     const int64_t t = t0 + k_fast;
                     int lo, hi;
-                    state_range(it, t, w.t_lo, w.t_hi, lo, hi);
+                    state_range(wi, t, w.t_lo, w.t_hi, lo, hi);
                     const TV *ptr = (const TV *)w.base + t * w.s_step + (int64_t)s_fast * w.s_state;
-                    const int64_t dp = (int64_t)ds_fast * w.s_state;
+                    const int64_t dp = (int64_t)SPR * w.s_state;
 #pragma unroll
-                    for (int r = 0; r < PF; r++) {
-                        const int s = s_fast + r * ds_fast;
-                        if (r < per_thread) pf[v][r] = prefetch_one<TA>(ptr, s >= lo && s <= hi, pad);
+                    for (int r = 0; r < TS; r++) {
+                        const int s = s_fast + r * SPR;
+                        pf[v][r] = prefetch_one<TA>(ptr, s >= lo && s <= hi, pad);
                         ptr += dp;
                     }
                 } else {
+                    int klo, khi;
+                    step_range<TS>(wi, lane, t0, w.t_lo, w.t_hi, klo, khi);
+                    const TV *ptr = (const TV *)w.base + t0 * w.s_step + (int64_t)lane * w.s_state;
 #pragma unroll
-                    for (int kk = 0; kk < PF / K; kk++) {
-                        if (kk < ts) {
-                            const int64_t t = t0 + kk;
-                            int lo, hi;
-                            state_range(it, t, w.t_lo, w.t_hi, lo, hi);
-                            const TV *ptr = (const TV *)w.base + t * w.s_step + (int64_t)tid * w.s_state;
-                            const int64_t dp = (int64_t)P * w.s_state;
-#pragma unroll
-                            for (int q = 0; q < K; q++) {
-                                const int s = q * P + tid;
-                                pf[v][kk * K + q] = prefetch_one<TA>(ptr + q * dp, s >= lo && s <= hi, pad);
-                            }
-                        }
+                    for (int r = 0; r < TS; r++) {
+                        pf[v][r] = prefetch_one<TA>(ptr, r >= klo && r <= khi, pad);
+                        ptr += w.s_step;
                     }
                 }
             };
@@ -336,123 +364,155 @@ __global__ void __launch_bounds__(kSoftMaxThreads)
     auto commit_tile = [&]() {
 #pragma unroll
         for (int v = 0; v < NIN; v++) {
-            const int32_t check = it.in[v].check;
-            TA *dst = tile_in + (size_t)v * ts * pitch;
+            const int32_t check = wi.in[v].check;
+            TA *dst = tile_in + (size_t)v * TS * PITCH;
+            if (fast_in[v]) dst += k_fast * PITCH + s_fast;
+            else dst += lane;
 #pragma unroll
-            for (int r = 0; r < PF; r++) {
-                if (r < per_thread) {
-                    const TA x = pf[v][r];
-                    if (check == 1) bad |= is_nan_or_pinf(x);
-                    else if (check == 2) bad |= x != x;
-                    if (fast_in[v]) dst[k_fast * pitch + s_fast + r * ds_fast] = x;
-                    else dst[(r / K) * pitch + (r % K) * P + tid] = x;
-                }
+            for (int r = 0; r < TS; r++) {
+                const TA x = pf[v][r];
+                if (check == 1) bad |= is_nan_or_pinf(x);
+                else if (check == 2) bad |= x != x;
+                dst[fast_in[v] ? r * SPR : r * PITCH] = x;
             }
         }
     };
-
-    Edge stay[K], move[K];
+    /* The outputs of a tile, from the output tile to memory, along the
+     * contiguous axis of the output view. */
+    auto store_tile = [&](int64_t t0) {
+        TA *ptr;
+        int64_t dp;
+        int lo, hi;
+        const TA *src;
+        if (fast_out) {
+            const int64_t t = t0 + k_fast;
+            state_range(wi, t, 0, wi.n_steps, lo, hi);
+            if (!wi.store_band) { /* every state of a step inside the item */
+                lo = t < wi.n_steps ? 0 : 1;
+                hi = t < wi.n_steps ? wn - 1 : 0;
+            }
+            ptr = wi.out.base + t * wi.out.s_step + (int64_t)s_fast * wi.out.s_state;
+            dp = (int64_t)SPR * wi.out.s_state;
+            src = tile_out + k_fast * PITCH + s_fast;
+        } else {
+            step_range<TS>(wi, lane, t0, 0, wi.n_steps, lo, hi);
+            if (!wi.store_band && lane < wn) {
+                lo = 0;
+                hi = wi.n_steps - t0 < TS ? (int)(wi.n_steps - t0) - 1 : TS - 1;
+            }
+            ptr = wi.out.base + t0 * wi.out.s_step + (int64_t)lane * wi.out.s_state;
+            dp = wi.out.s_step;
+            src = tile_out + lane;
+        }
 #pragma unroll
-    for (int q = 0; q < K; q++) stay[q] = move[q] = Cell::zero();
-    for (int i = tid; i < nw * K; i += P) bnd[i] = Cell::zero();
-    if (link_out && tid == 0) L::put(link_out, Cell::zero(), 1u);
-    /* Warp 0 holds the incoming edges of a tile, lane k the one of step
-     * t0+k, loaded a tile ahead and checked when the tile starts. */
+        for (int r = 0; r < TS; r++) {
+            const int q = fast_out ? s_fast + r * SPR : r;
+            if (q >= lo && q <= hi) *ptr = src[fast_out ? r * SPR : r * PITCH];
+            ptr += dp;
+        }
+    };
+
+    for (int i = threadIdx.x; i < (nw + 1) * RING * L::N; i += blockDim.x) rings[i] = 0ull;
+    for (int i = threadIdx.x; i < nw; i += blockDim.x) progress[i] = 0;
+    if (link_out && threadIdx.x == 0) L::put(link_out, Cell::zero(), 1u);
     unsigned long long link_raw[L::N];
-    Edge link_edge = Cell::zero();
     auto link_fetch = [&](int64_t t0) {
         const int64_t e = t0 + lane;
-        if (lane < ts && e < it.n_steps) L::fetch(link_in + e * L::N, link_raw);
-    };
-    auto link_settle = [&](int64_t t0) {
-        const int64_t e = t0 + lane;
-        link_edge = L::settle(link_in + e * L::N, link_raw, (unsigned)e + 1u,
-                              lane < ts && e < it.n_steps, Cell::zero());
+        if (lane < TS && e < it.n_steps) L::fetch(link_in + e * L::N, link_raw);
     };
     if (link_in && warp == 0) link_fetch(0);
-    load_tile(0);
-    commit_tile();
     __syncthreads();
 
-    int par = 0;
-    for (int64_t t0 = 0; t0 < it.n_steps; t0 += ts) {
-        const int steps = it.n_steps - t0 < ts ? (int)(it.n_steps - t0) : ts;
-        if (t0 + ts < it.n_steps) load_tile(t0 + ts);
-        if (link_in && warp == 0) {
-            link_settle(t0);
-            if (t0 + ts < it.n_steps) link_fetch(t0 + ts);
+    if (active) {
+        const int64_t n_tiles = (it.n_steps + TS - 1) / TS;
+        const int ring_lane = wn - 1;
+        const bool has_consumer = warp + 1 < nw_active;
+        Edge stay = Cell::zero(), move = Cell::zero();
+        /* entry t-1 of the ring in (tag t), the edge in at step t, fetched a
+         * step ahead. Entry -1: warp 0 writes it (the virtual start or the
+         * link); for the others it is the zero edge, no producer writes it. */
+        unsigned long long raw[L::N];
+        {
+            uint32_t w[L::N];
+            const Edge z = Cell::zero();
+            memcpy(w, &z, sizeof(Edge));
+#pragma unroll
+            for (int q = 0; q < L::N; q++)
+                raw[q] = warp == 0 ? ~0ull : (unsigned long long)w[q]; /* tag 0 */
         }
-        for (int k = 0; k < steps; k++) {
-            const int64_t t = t0 + k;
-            int s_lo, s_hi;
-            state_range(it, t, 0, it.n_steps, s_lo, s_hi);
-            const Edge *from = bnd + par * nw * K;
-            Edge in_move[K];
-#pragma unroll
-            for (int q = 0; q < K; q++) in_move[q] = shfl_up1(move[q]);
-            Edge first = Cell::start(t);
-            if (link_in && warp == 0) first = shfl_idx(link_edge, k);
-            if (lane == 0) {
-#pragma unroll
-                for (int q = 0; q < K; q++)
-                    in_move[q] = warp > 0 ? from[(warp - 1) * K + q]
-                                          : (q > 0 ? from[(nw - 1) * K + q - 1] : first);
+        load_tile(0);
+        commit_tile();
+        __syncwarp();
+        for (int64_t c = 0; c < n_tiles; c++) {
+            const int64_t t0 = c * TS;
+            const int steps = it.n_steps - t0 < TS ? (int)(it.n_steps - t0) : TS;
+            if (c + 1 < n_tiles) load_tile(t0 + TS);
+            if (warp == 0) { /* ring 0: the edges in for this tile's steps */
+                Edge feed;
+                if (link_in) {
+                    const int64_t e = t0 + lane;
+                    feed = L::settle(link_in + e * L::N, link_raw, (unsigned)e + 1u,
+                                     lane < TS && e < it.n_steps, Cell::zero());
+                    if (t0 + TS < it.n_steps) link_fetch(t0 + TS);
+                } else {
+                    feed = Cell::start(t0 + lane);
+                }
+                if (lane < TS) /* entry t0+lane-1, tag t0+lane */
+                    L::put(ring_in + ((t0 + lane - 1) & (RING - 1)) * L::N, feed, (unsigned)(t0 + lane));
+                __syncwarp();
             }
-#pragma unroll
-            for (int q = 0; q < K; q++) {
-                const int s = q * P + tid;
-                TA x[NIN > 0 ? NIN : 1];
-#pragma unroll
-                for (int v = 0; v < NIN; v++) x[v] = tile_in[(size_t)v * ts * pitch + k * pitch + s];
-                const bool exists = s >= s_lo && s <= s_hi;
-                TA out;
-                Cell::step(stay[q], in_move[q], x, exists, it.scalar, stay[q], move[q], out);
-                if (want_out) {
-                    if (geom.direct_out) {
-                        if (s < it.n_states && (!it.store_band || exists))
-                            it.out.base[s * it.out.s_state + t * it.out.s_step] = out;
-                    } else {
-                        tile_out[k * pitch + s] = out;
-                    }
+            if (has_consumer) { /* never more than a ring ahead of the consumer */
+                const long long need = t0 + TS + 1 - RING;
+                while (progress[warp + 1] < need) {
                 }
             }
-            if (lane == 31) {
-                Edge *to = bnd + (par ^ 1) * nw * K;
-#pragma unroll
-                for (int q = 0; q < K; q++) to[warp * K + q] = move[q];
-            }
-            if (link_out) {
-#pragma unroll
-                for (int q = 0; q < K; q++)
-                    if (q * P + tid == it.n_states - 1)
-                        L::put(link_out + (t + 1) * L::N, move[q], (unsigned)(t + 2));
-            }
-            __syncthreads();
-            par ^= 1;
-        }
-        if (want_out && !geom.direct_out) {
-            for (int r = 0; r < per_thread; r++) {
-                int k, s;
-                tile_pos<K>(fast_out, tid, r, P, ts_shift, k, s);
+            int k_lo, k_hi; /* the steps of this tile on which this lane's cell exists */
+            step_range<TS>(wi, lane, t0, 0, wi.n_steps, k_lo, k_hi);
+            auto step = [&](int k) {
                 const int64_t t = t0 + k;
-                int lo = 0, hi = it.n_states - 1;
-                if (it.store_band) state_range(it, t, 0, it.n_steps, lo, hi);
-                if (k < steps && s >= lo && s <= hi)
-                    it.out.base[s * it.out.s_state + t * it.out.s_step] = tile_out[k * pitch + s];
+                /* entry t-1 (tag t), fetched a step ago; then entry t */
+                while (!L::ok(raw, (unsigned)t)) L::fetch(ring_in + ((t - 1) & (RING - 1)) * L::N, raw);
+                const Edge first = L::value(raw);
+                L::fetch(ring_in + (t & (RING - 1)) * L::N, raw);
+                Edge in_move = shfl_up1(move);
+                if (lane == 0) in_move = first;
+                TA x[NV];
+#pragma unroll
+                for (int v = 0; v < NIN; v++) x[v] = tile_in[v * TS * PITCH + k * PITCH + lane];
+                TA out;
+                Cell::step(stay, in_move, x, k >= k_lo && k <= k_hi, wi.scalar, stay, move, out);
+                tile_out[k * PITCH + lane] = out;
+                if (lane == ring_lane) L::put(ring_out + (t & (RING - 1)) * L::N, move, (unsigned)(t + 1));
+            };
+            if (steps == TS) {
+#pragma unroll
+                for (int k = 0; k < TS; k++) step(k);
+            } else {
+#pragma unroll 1
+                for (int k = 0; k < steps; k++) step(k);
             }
+            if (lane == 0) { /* entries up to t0+steps-2 are read */
+                __threadfence_block();
+                progress[warp] = t0 + steps;
+            }
+            __syncwarp();
+            if (link_warp && lane < steps) { /* this tile's edges to the next segment */
+                unsigned long long e[L::N];
+                L::fetch(ring_out + ((t0 + lane) & (RING - 1)) * L::N, e);
+                L::put(link_out + (t0 + lane + 1) * L::N, L::value(e), (unsigned)(t0 + lane + 2));
+            }
+            if (want_out) store_tile(t0);
+            if (c + 1 < n_tiles) commit_tile();
+            __syncwarp();
         }
-        if (t0 + ts < it.n_steps) commit_tile();
-        __syncthreads();
+        if (last_seg && w0 + lane == it.n_states - 1) final_value = Cell::final_value(stay);
     }
 
     /* The last state's final values go to the plan (log_z for forward-sum),
      * with the bad flag of every segment: each passes the OR of its own and
      * its predecessors' down the chain in its done entry. */
-#pragma unroll
-    for (int q = 0; q < K; q++)
-        if (last_seg && q * P + tid == it.n_states - 1) final_value = Cell::final_value(stay[q]);
     bool any_bad = __syncthreads_or(bad) != 0;
-    if (tid == 0) {
+    if (threadIdx.x == 0) {
         /* the done entry: one word, the tag over the flag */
         const unsigned long long tag = (unsigned long long)done_entry + 1u;
         if (link_in) {
@@ -470,77 +530,32 @@ __global__ void __launch_bounds__(kSoftMaxThreads)
     }
 }
 
-/* Threads per block and states per thread for n_states states. */
-struct SoftShape {
-    int k, threads;
-};
-/* One state per thread up to 512 states, then K states per thread. Measured
- * on an H100 (bench_soft_cuda --shapes, 2026-11-21): the sweep is bound by
- * the latency of each step, which 16 warps hide better than 8, 4 or 2 (64,
- * 128 and 256 threads per item were 1.5x to 2.3x slower). */
-constexpr int kSoftTargetThreads = kSoftMaxThreads;
-/* Benchmark hook (lib/cuda/soft_forward_sum.cu, not in mas.h): 0 means
- * kSoftTargetThreads. */
+/* Shared memory of a block of nw warps: nw + 1 rings of tagged words, the
+ * warps' progress, then per warp NIN input tiles and one output tile. */
+static inline size_t soft_smem_bytes(int nw, int nin, size_t acc, size_t edge) {
+    const int ts = soft_tile_steps(nin);
+    return soft_ring_bytes(nw + 1, kSoftRingTiles * ts, edge) + soft_progress_bytes(nw) +
+           (size_t)nw * (nin + 1) * ts * kSoftPitch * acc;
+}
+
+/* Warps per block (segment), measured on an H100 (bench_soft_cuda --shapes):
+ * the sweep is bound by each warp's chain of steps, so what matters is one
+ * warp per scheduler, not the block size; blocks of a few warps spread the
+ * warps over the multiprocessors. Benchmark hook (soft_forward_sum.cu, not
+ * in mas.h): threads per block, 0 for the default. */
 extern "C" int32_t mas_soft_cuda_target_threads_;
-static inline SoftShape soft_shape(int64_t n_states) {
-    SoftShape sh;
-    const int64_t target = mas_soft_cuda_target_threads_ > 0 ? mas_soft_cuda_target_threads_
-                                                             : kSoftTargetThreads;
-    sh.k = 1;
-    while (sh.k < 8 && (n_states + sh.k - 1) / sh.k > target) sh.k *= 2;
-    while (sh.k < 16 && (n_states + sh.k - 1) / sh.k > kSoftMaxThreads) sh.k *= 2;
-    int64_t per = (n_states + sh.k - 1) / sh.k;
-    sh.threads = (int)((per + 31) / 32 * 32);
-    return sh;
-}
+constexpr int kSoftDefaultWarps = 4;
 
-/* Shared memory of a launch: the boundary words, NIN input tiles and (unless
- * direct) one output tile of ts steps. */
-static inline size_t soft_smem_bytes(const SoftShape &sh, int nin, size_t acc, size_t edge,
-                                     int ts, bool direct_out) {
-    size_t nw = (size_t)sh.threads / 32;
-    size_t bnd = (2 * nw * sh.k * edge + 15) / 16 * 16;
-    size_t pitch = (size_t)sh.threads * sh.k + 1;
-    size_t tiles = (size_t)(nin + (direct_out ? 0 : 1)) * ts * pitch * acc;
-    return bnd + tiles;
-}
-
-/* Picks the tile depth: as many steps as the prefetch registers and the
- * shared memory allow (at most 32); direct outputs when even one step of
- * output tile does not fit. Returns false when nothing fits. */
-static inline bool soft_plan_geom(const SoftShape &sh, int nin, bool has_out, size_t acc,
-                                  size_t edge, size_t smem_limit, SoftGeom *g, size_t *smem) {
-    for (int direct = 0; direct <= 1; direct++) {
-        if (direct && !has_out) break;
-        const int most = soft_prefetch(nin) > sh.k ? soft_prefetch(nin) / sh.k : 1;
-        for (int ts = most < 32 ? most : 32; ts >= 1; ts /= 2) {
-            bool direct_out = !has_out || direct;
-            size_t bytes = soft_smem_bytes(sh, nin, acc, edge, ts, direct_out);
-            if (bytes <= smem_limit) {
-                g->ts = ts;
-                g->ts_shift = 0;
-                while ((1 << g->ts_shift) < ts) g->ts_shift++;
-                g->direct_out = direct_out ? 1 : 0;
-                *smem = bytes;
-                return true;
-            }
-        }
-    }
-    return false;
-}
-
-template <typename TA, int K, class Cell, class Plan>
-static inline mas_status soft_launch_k(const Plan &plan, int64_t B, const SoftShape &sh,
-                                       SoftGeom g, size_t smem_limit, cudaStream_t stream) {
-    size_t smem = 0;
-    if (!soft_plan_geom(sh, Cell::NIN, Cell::HAS_OUT, sizeof(TA), sizeof(typename Cell::Edge),
-                        smem_limit, &g, &smem))
-        return MAS_ERR_BAD_ARGUMENT;
-    auto kernel = soft_sweep<TA, K, Cell, Plan>;
-    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) !=
-        cudaSuccess)
+template <typename TA, class Cell, class Plan>
+static inline mas_status soft_launch_nw(const Plan &plan, int64_t blocks, int nw, SoftGeom g,
+                                        cudaStream_t stream) {
+    const size_t smem = soft_smem_bytes(nw, Cell::NIN, sizeof(TA), sizeof(typename Cell::Edge));
+    auto kernel = soft_sweep<TA, Cell, Plan>;
+    if (smem > 48 * 1024 &&
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) !=
+            cudaSuccess)
         return MAS_ERR_CUDA;
-    kernel<<<(unsigned)B, sh.threads, smem, stream>>>(plan, g);
+    kernel<<<(unsigned)blocks, nw * 32, smem, stream>>>(plan, g);
     return cudaGetLastError() == cudaSuccess ? MAS_OK : MAS_ERR_CUDA;
 }
 
@@ -560,29 +575,20 @@ static inline int64_t soft_min_segment() {
 template <typename TA, class Cell, class Plan>
 static inline mas_status soft_launch(const Plan &plan, int64_t B, int64_t n_states,
                                      int64_t max_steps, void *links, cudaStream_t stream) {
-    int dev = 0, smem_limit = 0, sms = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&smem_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) !=
-            cudaSuccess ||
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
-        return MAS_ERR_CUDA;
-    const size_t limit = (size_t)smem_limit - 64; /* the static final_value word */
-    /* Segments: enough blocks to cover the multiprocessors when B is small
-     * (the sweep is bound by the latency of a step, not by its work), none
-     * under kSoftMinSegment states, none over what a block holds. */
-    int64_t seg_states;
+    int nw = kSoftDefaultWarps;
+    if (mas_soft_cuda_target_threads_ >= 32)
+        nw = mas_soft_cuda_target_threads_ / 32 < kSoftMaxThreads / 32
+                 ? mas_soft_cuda_target_threads_ / 32
+                 : kSoftMaxThreads / 32;
+    const int64_t item_warps = (n_states + 31) / 32;
+    if (nw > item_warps) nw = (int)item_warps;
+    int64_t seg_states = (int64_t)nw * 32;
     if (mas_soft_cuda_segment_states_ > 0) {
         seg_states = mas_soft_cuda_segment_states_;
-        if (seg_states > (int64_t)kSoftMaxThreads * 16) seg_states = (int64_t)kSoftMaxThreads * 16;
-    } else {
-        const int64_t want = (sms + B - 1) / B;
-        seg_states = (n_states + want - 1) / want;
-        seg_states = (seg_states + 31) / 32 * 32;
-        if (seg_states < kSoftMinSegment) seg_states = kSoftMinSegment;
-        if (seg_states > (int64_t)kSoftMaxThreads * 16) seg_states = (int64_t)kSoftMaxThreads * 16;
+        if (seg_states > kSoftMaxThreads) seg_states = kSoftMaxThreads;
+        nw = (int)((seg_states + 31) / 32);
     }
     if (seg_states > n_states) seg_states = n_states;
-    const SoftShape sh = soft_shape(seg_states);
     SoftGeom g;
     g.seg_states = seg_states;
     g.n_segs = (n_states + seg_states - 1) / seg_states;
@@ -594,14 +600,7 @@ static inline mas_status soft_launch(const Plan &plan, int64_t B, int64_t n_stat
     if (g.n_segs > 1 &&
         cudaMemsetAsync(links, 0, align256(link_bytes) + 256, stream) != cudaSuccess)
         return MAS_ERR_CUDA;
-    const int64_t blocks = B * g.n_segs;
-    switch (sh.k) {
-    case 1: return soft_launch_k<TA, 1, Cell>(plan, blocks, sh, g, limit, stream);
-    case 2: return soft_launch_k<TA, 2, Cell>(plan, blocks, sh, g, limit, stream);
-    case 4: return soft_launch_k<TA, 4, Cell>(plan, blocks, sh, g, limit, stream);
-    case 8: return soft_launch_k<TA, 8, Cell>(plan, blocks, sh, g, limit, stream);
-    default: return soft_launch_k<TA, 16, Cell>(plan, blocks, sh, g, limit, stream);
-    }
+    return soft_launch_nw<TA, Cell>(plan, B * g.n_segs, nw, g, stream);
 }
 
 } // namespace mas_cuda

@@ -11,8 +11,9 @@
  * (its gradient); attention's forward and backward are two calls, timed
  * together and apart.
  *
- * Usage: bench_soft_cuda [--quick | --shapes]   (--shapes: the target rows at
- * 128, 256 and 64 threads per item besides the default 512) */
+ * Usage: bench_soft_cuda [--quick | --shapes | --only fs|o2m|m2m]
+ *   --shapes: the target rows with blocks of 32, 64 and 256 threads besides
+ *   the default 128; --only: one target row, 2 timed calls (for profilers). */
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +25,7 @@
 #include "mas.h"
 
 /* Internal hook of the library (lib/cuda/soft_forward_sum.cu): threads per
- * item the sweeps aim for, 0 for the default. Used to compare shapes. */
+ * block of the sweeps, 0 for the default. Used to compare shapes. */
 extern "C" int32_t mas_soft_cuda_target_threads_;
 
 #include "cuda_check.h"
@@ -73,7 +74,7 @@ static void random_fill(void *p, int32_t dtype, size_t n, unsigned long long see
 static const char *shape_note(void) {
     static char buf[48];
     if (mas_soft_cuda_target_threads_ <= 0) return "";
-    snprintf(buf, sizeof buf, " (%d threads/item)", (int)mas_soft_cuda_target_threads_);
+    snprintf(buf, sizeof buf, " (%d threads/block)", (int)mas_soft_cuda_target_threads_);
     return buf;
 }
 
@@ -215,6 +216,13 @@ int main(int argc, char **argv) {
     CUDA_OK(cudaGetDeviceProperties(&p, 0));
     printf("device: %s, %d SMs\n", p.name, p.multiProcessorCount);
     const int reps = quick ? 5 : 20;
+    if (argc > 2 && strcmp(argv[1], "--only") == 0) {
+        if (!strcmp(argv[2], "fs")) bench_forward_sum(MAS_FLOAT32, 32, 512, 2048, 1.0, 2);
+        else if (!strcmp(argv[2], "o2m")) bench_attention(0, MAS_FLOAT32, 16, 1024, 1024, 0.5, 2);
+        else if (!strcmp(argv[2], "m2m")) bench_attention(1, MAS_FLOAT32, 16, 1024, 1024, 1.0, 2);
+        else return 2;
+        return 0;
+    }
     printf("| op | dtype | shape | forward ms | backward ms | total ms | target |\n");
     printf("|---|---|---|---|---|---|---|\n");
     bench_forward_sum(MAS_FLOAT32, 32, 512, 2048, 1.0, reps);
@@ -222,7 +230,7 @@ int main(int argc, char **argv) {
     bench_attention(1, MAS_FLOAT32, 16, 1024, 1024, 1.0, reps);
     if (argc > 1 && strcmp(argv[1], "--shapes") == 0) {
         /* the target rows again for other launch shapes */
-        const int32_t shapes[3] = {128, 256, 64};
+        const int32_t shapes[3] = {32, 64, 256};
         for (int i = 0; i < 3; i++) {
             mas_soft_cuda_target_threads_ = shapes[i];
             bench_forward_sum(MAS_FLOAT32, 32, 512, 2048, 1.0, reps);
