@@ -33,22 +33,32 @@ struct PlusCell {
     __device__ static TA start(int64_t t) { return t == 0 ? (TA)0 : neg_inf<TA>(); }
     __device__ static TA final_value(TA stay) { return stay; }
 
+    /* What a cell needs that does not depend on its incoming edges: worked
+     * out before the sweep waits for the edge from the warp below. */
+    struct Pre {
+        TA cell, ws, wm, fwd;
+    };
+    __device__ static Pre prepare(const TA (&x)[NIN > 0 ? NIN : 1]) {
+        Pre p;
+        p.cell = HAS_CELL ? x[CELL] : (TA)0;
+        p.ws = p.wm = 0;
+        if (HAS_LOGITS) log_sigmoid_pair(x[LOGITS], p.ws, p.wm);
+        p.fwd = POSTERIOR ? x[FWD] : (TA)0;
+        return p;
+    }
     /* Branch-free (soft_sweep.cuh): everything is computed, then cells
      * that do not exist give the zero edges. */
-    __device__ static void step(TA in_stay, TA in_move, const TA (&x)[NIN > 0 ? NIN : 1],
-                                bool exists, TA scalar, TA &out_stay, TA &out_move, TA &out) {
+    __device__ static void step(TA in_stay, TA in_move, const Pre &p, bool exists, TA scalar,
+                                TA &out_stay, TA &out_move, TA &out) {
         TA alpha = Semiring::plus(in_stay, in_move);
-        if (HAS_CELL) alpha += x[CELL];
-        TA ws = 0, wm = 0;
-        if (HAS_LOGITS) log_sigmoid_pair(x[LOGITS], ws, wm);
-        out_stay = exists ? alpha + ws : neg_inf<TA>();
-        out_move = exists ? alpha + wm : neg_inf<TA>();
+        if (HAS_CELL) alpha += p.cell;
+        out_stay = exists ? alpha + p.ws : neg_inf<TA>();
+        out_move = exists ? alpha + p.wm : neg_inf<TA>();
         if (POSTERIOR) {
-            /* alpha here is beta~ (the reversed sweep), x[FWD] the forward's
+            /* alpha here is beta~ (the reversed sweep), p.fwd the forward's
              * alpha; -inf on either side: no path crosses the cell. */
-            const TA fwd = x[FWD];
-            const TA g = soft_exp(alpha + fwd - (HAS_CELL ? x[CELL] : (TA)0) - scalar);
-            out = !exists || alpha == neg_inf<TA>() || fwd == neg_inf<TA>() ? (TA)0 : g;
+            const TA g = soft_exp(alpha + p.fwd - p.cell - scalar);
+            out = !exists || alpha == neg_inf<TA>() || p.fwd == neg_inf<TA>() ? (TA)0 : g;
         } else {
             out = exists ? alpha : neg_inf<TA>();
         }
@@ -80,24 +90,33 @@ template <typename TA> struct AdjointCell {
     __device__ static Edge start(int64_t) { return zero(); }
     __device__ static TA final_value(Edge e) { return e.a; }
 
-    __device__ static void step(Edge in_stay, Edge in_move, const TA (&x)[3], bool exists, TA,
-                                Edge &out_stay, Edge &out_move, TA &out) {
-        const TA alpha = x[ALPHA], xv = x[LOGITS];
-        const bool live = exists && alpha != neg_inf<TA>();
-        TA ws, wm;
-        const TA ex = log_sigmoid_pair(xv, ws, wm);
+    struct Pre {
+        TA alpha, grad, ws, wm, sig_pos, sig_neg;
+    };
+    __device__ static Pre prepare(const TA (&x)[3]) {
+        Pre p;
+        const TA xv = x[LOGITS];
+        p.alpha = x[ALPHA];
+        p.grad = x[GRAD];
+        const TA ex = log_sigmoid_pair(xv, p.ws, p.wm);
         /* sigmoid(|x|) = 1/(1+e), sigmoid(-|x|) = e/(1+e), e = exp(-|x|) */
         const TA big = soft_rcp((TA)1 + ex), small = ex * big;
-        const TA sig_pos = xv >= 0 ? big : small, sig_neg = xv >= 0 ? small : big;
+        p.sig_pos = xv >= 0 ? big : small;
+        p.sig_neg = xv >= 0 ? small : big;
+        return p;
+    }
+    __device__ static void step(Edge in_stay, Edge in_move, const Pre &p, bool exists, TA,
+                                Edge &out_stay, Edge &out_move, TA &out) {
+        const bool live = exists && p.alpha != neg_inf<TA>();
         /* computed always, selected (branch-free); never 0 * inf */
-        const TA e_stay = in_stay.a * soft_exp(alpha + ws - in_stay.b);
-        const TA e_move = in_move.a * soft_exp(alpha + wm - in_move.b);
+        const TA e_stay = in_stay.a * soft_exp(p.alpha + p.ws - in_stay.b);
+        const TA e_move = in_move.a * soft_exp(p.alpha + p.wm - in_move.b);
         const TA a_stay = in_stay.b != neg_inf<TA>() && in_stay.a != 0 ? e_stay : (TA)0;
         const TA a_move = in_move.b != neg_inf<TA>() && in_move.a != 0 ? e_move : (TA)0;
         Edge e;
-        e.a = live ? x[GRAD] + a_stay + a_move : (TA)0;
-        e.b = live ? alpha : neg_inf<TA>();
-        out = live ? a_stay * sig_neg - a_move * sig_pos : (TA)0;
+        e.a = live ? p.grad + a_stay + a_move : (TA)0;
+        e.b = live ? p.alpha : neg_inf<TA>();
+        out = live ? a_stay * p.sig_neg - a_move * p.sig_pos : (TA)0;
         out_stay = out_move = e;
     }
 };

@@ -20,7 +20,7 @@
 
 using namespace mas_cuda;
 
-/* Threads per block of the soft sweeps (0: the default); set only by
+/* Compute threads per block of the soft sweeps (0: the default); set only by
  * the benchmark program to compare launch shapes. Not part of the API. */
 extern "C" {
 int32_t mas_soft_cuda_target_threads_ = 0;

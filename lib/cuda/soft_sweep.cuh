@@ -38,7 +38,7 @@
 
 namespace mas_cuda {
 
-constexpr int kSoftMaxThreads = 256; /* 8 warps: up to 255 registers a thread */
+constexpr int kSoftMaxThreads = 256; /* 4 compute + 4 helper warps: up to 255 registers a thread */
 
 /* A strided 2-D view over (step t, state s) of one item. */
 struct SoftView {
@@ -213,10 +213,11 @@ __device__ __forceinline__ TA prefetch_one(const TV *ptr, bool in, TA pad) {
     }
 }
 
-/* Steps per tile: the prefetch distance, one prefetch register per step and
- * input (three inputs, the adjoint, get shorter tiles), and how often a warp
- * reports its progress. */
-__host__ __device__ constexpr int soft_tile_steps(int nin) { return nin >= 3 ? 8 : 16; }
+/* Steps per tile: the prefetch distance (one register per step and
+ * input) and how often a warp does its per-tile work. Measured on an H100
+ * (2026-11-21): 16 steps for every cell policy; 8 for the adjoint was 7-10%
+ * slower, 32 for forward-sum's backward 23% slower (registers). */
+__host__ __device__ constexpr int soft_tile_steps(int) { return 16; }
 /* The rings a warp hands its last state's move edges to the warp above
  * through: four tiles of tagged entries (a producer runs at most three tiles
  * ahead, so a ring of more than two can never deadlock). */
@@ -241,7 +242,9 @@ __device__ __forceinline__ void step_range(const SoftItem<TA, NIN> &it, int64_t 
 
 /* Policy interface (soft_cells.cuh):
  *   Cell::NIN, Cell::Edge, Cell::zero(), Cell::start(t), Cell::pad(v),
- *   Cell::step(in_stay, in_move, const TA (&x)[NIN], exists, scalar,
+ *   Cell::Pre, Cell::prepare(const TA (&x)[NIN]) -> Pre (what does not
+ *              depend on the incoming edges),
+ *   Cell::step(in_stay, in_move, const Pre &, exists, scalar,
  *              &out_stay, &out_move, &out_value) (branch-free: the steps
  *              of a tile run as one straight line),
  *   Cell::final_value(stay) -> TA (what the plan's finish sees);
@@ -259,7 +262,7 @@ template <typename TA, class Cell, class Plan>
 __global__ void __launch_bounds__(kSoftMaxThreads)
     soft_sweep(const Plan plan, const SoftGeom geom) {
     constexpr int NIN = Cell::NIN, NV = NIN > 0 ? NIN : 1;
-    constexpr int TS = soft_tile_steps(NIN), TS_SHIFT = TS == 8 ? 3 : 4;
+    constexpr int TS = soft_tile_steps(NIN), TS_SHIFT = TS == 8 ? 3 : TS == 16 ? 4 : 5;
     constexpr int RING = kSoftRingTiles * TS, PITCH = kSoftPitch;
     constexpr int SPR = 32 / TS; /* states per row-load instruction along steps */
     using Edge = typename Cell::Edge;
@@ -271,7 +274,11 @@ __global__ void __launch_bounds__(kSoftMaxThreads)
     if (threadIdx.x == 0) s_ticket = geom.n_segs > 1 ? atomicAdd(geom.ticket, 1u) : blockIdx.x;
     __syncthreads();
     const int64_t b = s_ticket / geom.n_segs, seg = s_ticket % geom.n_segs;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    /* Warps [0, nw) compute, warp nw + w moves the tiles of compute warp w
+     * (its helper): the loads, checks and stores stay off the chain of steps. */
+    const int lane = threadIdx.x & 31, nw = blockDim.x >> 6;
+    const bool helper = (int)(threadIdx.x >> 5) >= nw;
+    const int warp = helper ? (int)(threadIdx.x >> 5) - nw : (int)(threadIdx.x >> 5);
 
     SoftItem<TA, NIN> whole;
     if (!plan.item(b, whole)) return; /* uniform over the block */
@@ -304,8 +311,13 @@ __global__ void __launch_bounds__(kSoftMaxThreads)
     volatile unsigned long long *rings = (volatile unsigned long long *)smem_raw;
     volatile long long *progress = (volatile long long *)(smem_raw + soft_ring_bytes(nw + 1, RING, sizeof(Edge)));
     TA *tiles = (TA *)(smem_raw + soft_ring_bytes(nw + 1, RING, sizeof(Edge)) + soft_progress_bytes(nw));
-    TA *tile_in = tiles + (size_t)warp * (NIN + 1) * TS * PITCH; /* [NIN][TS][PITCH] */
-    TA *tile_out = tile_in + (size_t)NIN * TS * PITCH;             /* [TS][PITCH] */
+    /* per compute warp two buffers, each NIN input tiles and one output
+     * tile: the warp computes tile c in buffer c % 2 while its helper fills
+     * and empties the other */
+    constexpr int BUF = (NIN + 1) * TS * PITCH;
+    TA *const bufs = tiles + (size_t)warp * 2 * BUF;
+    const unsigned pair_bar = 1u + (unsigned)warp; /* 0 is __syncthreads' */
+    auto pair_sync = [&]() { asm volatile("bar.sync %0, 64;" ::"r"(pair_bar) : "memory"); };
     volatile unsigned long long *ring_in = rings + (size_t)warp * RING * L::N;
     volatile unsigned long long *ring_out = ring_in + (size_t)RING * L::N;
 
@@ -361,7 +373,7 @@ __global__ void __launch_bounds__(kSoftMaxThreads)
         }
     };
     /* Pad values (-inf cells, 0 logits) never count as bad. */
-    auto commit_tile = [&]() {
+    auto commit_tile = [&](TA *tile_in) {
 #pragma unroll
         for (int v = 0; v < NIN; v++) {
             const int32_t check = wi.in[v].check;
@@ -379,7 +391,7 @@ __global__ void __launch_bounds__(kSoftMaxThreads)
     };
     /* The outputs of a tile, from the output tile to memory, along the
      * contiguous axis of the output view. */
-    auto store_tile = [&](int64_t t0) {
+    auto store_tile = [&](const TA *tile_out, int64_t t0) {
         TA *ptr;
         int64_t dp;
         int lo, hi;
@@ -420,11 +432,28 @@ __global__ void __launch_bounds__(kSoftMaxThreads)
         const int64_t e = t0 + lane;
         if (lane < TS && e < it.n_steps) L::fetch(link_in + e * L::N, link_raw);
     };
-    if (link_in && warp == 0) link_fetch(0);
+    if (link_in && warp == 0 && !helper) link_fetch(0);
     __syncthreads();
 
-    if (active) {
-        const int64_t n_tiles = (it.n_steps + TS - 1) / TS;
+    const int64_t n_tiles = (it.n_steps + TS - 1) / TS;
+    if (active && helper) {
+        /* phase c (between pair barriers c and c+1): the compute warp works
+         * on tile c; the helper commits tile c+1, loads tile c+2 and stores
+         * the outputs of tile c-1 */
+        load_tile(0);
+        commit_tile(bufs);
+        if (n_tiles > 1) load_tile(TS);
+        pair_sync();
+        for (int64_t c = 0; c < n_tiles; c++) {
+            if (c + 1 < n_tiles) {
+                commit_tile(bufs + ((c + 1) & 1) * BUF);
+                if (c + 2 < n_tiles) load_tile((c + 2) * TS);
+            }
+            if (c >= 1 && want_out) store_tile(bufs + ((c - 1) & 1) * BUF + NIN * TS * PITCH, (c - 1) * TS);
+            pair_sync();
+        }
+        if (want_out) store_tile(bufs + ((n_tiles - 1) & 1) * BUF + NIN * TS * PITCH, (n_tiles - 1) * TS);
+    } else if (active) {
         const int ring_lane = wn - 1;
         const bool has_consumer = warp + 1 < nw_active;
         Edge stay = Cell::zero(), move = Cell::zero();
@@ -440,13 +469,12 @@ __global__ void __launch_bounds__(kSoftMaxThreads)
             for (int q = 0; q < L::N; q++)
                 raw[q] = warp == 0 ? ~0ull : (unsigned long long)w[q]; /* tag 0 */
         }
-        load_tile(0);
-        commit_tile();
-        __syncwarp();
+        pair_sync();
         for (int64_t c = 0; c < n_tiles; c++) {
             const int64_t t0 = c * TS;
             const int steps = it.n_steps - t0 < TS ? (int)(it.n_steps - t0) : TS;
-            if (c + 1 < n_tiles) load_tile(t0 + TS);
+            const TA *tile_in = bufs + (c & 1) * BUF;
+            TA *tile_out = bufs + (c & 1) * BUF + NIN * TS * PITCH;
             if (warp == 0) { /* ring 0: the edges in for this tile's steps */
                 Edge feed;
                 if (link_in) {
@@ -480,7 +508,8 @@ __global__ void __launch_bounds__(kSoftMaxThreads)
 #pragma unroll
                 for (int v = 0; v < NIN; v++) x[v] = tile_in[v * TS * PITCH + k * PITCH + lane];
                 TA out;
-                Cell::step(stay, in_move, x, k >= k_lo && k <= k_hi, wi.scalar, stay, move, out);
+                Cell::step(stay, in_move, Cell::prepare(x), k >= k_lo && k <= k_hi, wi.scalar, stay,
+                           move, out);
                 tile_out[k * PITCH + lane] = out;
                 if (lane == ring_lane) L::put(ring_out + (t & (RING - 1)) * L::N, move, (unsigned)(t + 1));
             };
@@ -501,9 +530,7 @@ __global__ void __launch_bounds__(kSoftMaxThreads)
                 L::fetch(ring_out + ((t0 + lane) & (RING - 1)) * L::N, e);
                 L::put(link_out + (t0 + lane + 1) * L::N, L::value(e), (unsigned)(t0 + lane + 2));
             }
-            if (want_out) store_tile(t0);
-            if (c + 1 < n_tiles) commit_tile();
-            __syncwarp();
+            pair_sync();
         }
         if (last_seg && w0 + lane == it.n_states - 1) final_value = Cell::final_value(stay);
     }
@@ -535,14 +562,15 @@ __global__ void __launch_bounds__(kSoftMaxThreads)
 static inline size_t soft_smem_bytes(int nw, int nin, size_t acc, size_t edge) {
     const int ts = soft_tile_steps(nin);
     return soft_ring_bytes(nw + 1, kSoftRingTiles * ts, edge) + soft_progress_bytes(nw) +
-           (size_t)nw * (nin + 1) * ts * kSoftPitch * acc;
+           (size_t)nw * 2 * (nin + 1) * ts * kSoftPitch * acc;
 }
 
-/* Warps per block (segment), measured on an H100 (bench_soft_cuda --shapes):
- * the sweep is bound by each warp's chain of steps, so what matters is one
- * warp per scheduler, not the block size; blocks of a few warps spread the
- * warps over the multiprocessors. Benchmark hook (soft_forward_sum.cu, not
- * in mas.h): threads per block, 0 for the default. */
+/* Compute warps per block (segment; each has a helper warp), measured on an
+ * H100 (bench_soft_cuda --shapes, 2026-11-21): 4 (128 states a block) were
+ * 1.06-1.37x faster than 2 and 1.2-1.6x faster than 1; the segment links
+ * between blocks cost a tile of lag each. Benchmark hook
+ * (soft_forward_sum.cu, not in mas.h): compute threads per block, 0 for the
+ * default. */
 extern "C" int32_t mas_soft_cuda_target_threads_;
 constexpr int kSoftDefaultWarps = 4;
 
@@ -555,7 +583,7 @@ static inline mas_status soft_launch_nw(const Plan &plan, int64_t blocks, int nw
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) !=
             cudaSuccess)
         return MAS_ERR_CUDA;
-    kernel<<<(unsigned)blocks, nw * 32, smem, stream>>>(plan, g);
+    kernel<<<(unsigned)blocks, nw * 64, smem, stream>>>(plan, g); /* and a helper each */
     return cudaGetLastError() == cudaSuccess ? MAS_OK : MAS_ERR_CUDA;
 }
 
@@ -575,17 +603,17 @@ static inline int64_t soft_min_segment() {
 template <typename TA, class Cell, class Plan>
 static inline mas_status soft_launch(const Plan &plan, int64_t B, int64_t n_states,
                                      int64_t max_steps, void *links, cudaStream_t stream) {
+    /* nw compute warps a block, each with its helper */
+    constexpr int most = kSoftMaxThreads / 64;
     int nw = kSoftDefaultWarps;
     if (mas_soft_cuda_target_threads_ >= 32)
-        nw = mas_soft_cuda_target_threads_ / 32 < kSoftMaxThreads / 32
-                 ? mas_soft_cuda_target_threads_ / 32
-                 : kSoftMaxThreads / 32;
+        nw = mas_soft_cuda_target_threads_ / 32 < most ? mas_soft_cuda_target_threads_ / 32 : most;
     const int64_t item_warps = (n_states + 31) / 32;
     if (nw > item_warps) nw = (int)item_warps;
     int64_t seg_states = (int64_t)nw * 32;
     if (mas_soft_cuda_segment_states_ > 0) {
         seg_states = mas_soft_cuda_segment_states_;
-        if (seg_states > kSoftMaxThreads) seg_states = kSoftMaxThreads;
+        if (seg_states > most * 32) seg_states = most * 32;
         nw = (int)((seg_states + 31) / 32);
     }
     if (seg_states > n_states) seg_states = n_states;

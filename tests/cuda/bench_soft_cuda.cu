@@ -12,8 +12,8 @@
  * together and apart.
  *
  * Usage: bench_soft_cuda [--quick | --shapes | --only fs|o2m|m2m]
- *   --shapes: the target rows with blocks of 32, 64 and 256 threads besides
- *   the default 128; --only: one target row, 2 timed calls (for profilers). */
+ *   --shapes: the target rows with 1 and 2 compute warps a block besides
+ *   the default 4; --only: one target row, 2 timed calls (for profilers). */
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,7 +74,7 @@ static void random_fill(void *p, int32_t dtype, size_t n, unsigned long long see
 static const char *shape_note(void) {
     static char buf[48];
     if (mas_soft_cuda_target_threads_ <= 0) return "";
-    snprintf(buf, sizeof buf, " (%d threads/block)", (int)mas_soft_cuda_target_threads_);
+    snprintf(buf, sizeof buf, " (%d compute threads/block)", (int)mas_soft_cuda_target_threads_);
     return buf;
 }
 
@@ -230,8 +230,8 @@ int main(int argc, char **argv) {
     bench_attention(1, MAS_FLOAT32, 16, 1024, 1024, 1.0, reps);
     if (argc > 1 && strcmp(argv[1], "--shapes") == 0) {
         /* the target rows again for other launch shapes */
-        const int32_t shapes[3] = {32, 64, 256};
-        for (int i = 0; i < 3; i++) {
+        const int32_t shapes[2] = {32, 64};
+        for (int i = 0; i < 2; i++) {
             mas_soft_cuda_target_threads_ = shapes[i];
             bench_forward_sum(MAS_FLOAT32, 32, 512, 2048, 1.0, reps);
             bench_attention(0, MAS_FLOAT32, 16, 1024, 1024, 0.5, reps);
