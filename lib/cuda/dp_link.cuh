@@ -58,6 +58,23 @@ template <typename E> struct Link {
     }
 };
 
+/* A count one warp publishes and another waits on, both in shared memory:
+ * the soft sweep's backpressure (a producer waits until its consumer has
+ * read far enough into their ring of tagged entries). With the tagged
+ * entries above, the only accesses between warps that no barrier orders;
+ * compute-sanitizer's racecheck reports them (it does not model this kind
+ * of hand-over), bench/gpu_soft.sh checks that it reports nothing else. */
+struct Progress {
+    __device__ static void publish(volatile long long *count, long long v) {
+        __threadfence_block(); /* the reads it counts come first */
+        *count = v;
+    }
+    __device__ static void wait_at_least(const volatile long long *count, long long v) {
+        while (*count < v) {
+        }
+    }
+};
+
 } // namespace mas_cuda
 
 #endif

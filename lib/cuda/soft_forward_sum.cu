@@ -25,6 +25,10 @@ using namespace mas_cuda;
 extern "C" {
 int32_t mas_soft_cuda_target_threads_ = 0;
 int32_t mas_soft_cuda_segment_states_ = 0;
+/* Test hook: the forward sweep in the max-plus semiring (log_z becomes hard
+ * MAS's score; no posterior). Shows the sweep takes the semiring as a
+ * parameter; not part of the API. */
+int32_t mas_soft_cuda_max_plus_ = 0;
 }
 
 namespace {
@@ -161,6 +165,11 @@ mas_status run_forward_sum(const mas_tensor3 *value, const int64_t *x_len, const
     plan.error_word = error_word;
     plan.alpha_read = false;
 
+    if (mas_soft_cuda_max_plus_) {
+        if (post) return MAS_ERR_BAD_ARGUMENT;
+        return soft_launch<TA, PlusCell<TA, MaxPlus, true, false, false>>(plan, B, T, S, ws + L.seg,
+                                                                          stream);
+    }
     using Fwd = PlusCell<TA, LogPlus, true, false, false>;
     mas_status st = soft_launch<TA, Fwd>(plan, B, T, S, ws + L.seg, stream);
     if (st != MAS_OK || !post) return st;

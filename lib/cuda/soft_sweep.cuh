@@ -489,11 +489,8 @@ __global__ void __launch_bounds__(kSoftMaxThreads)
                     L::put(ring_in + ((t0 + lane - 1) & (RING - 1)) * L::N, feed, (unsigned)(t0 + lane));
                 __syncwarp();
             }
-            if (has_consumer) { /* never more than a ring ahead of the consumer */
-                const long long need = t0 + TS + 1 - RING;
-                while (progress[warp + 1] < need) {
-                }
-            }
+            if (has_consumer) /* never more than a ring ahead of the consumer */
+                Progress::wait_at_least(progress + warp + 1, t0 + TS + 1 - RING);
             int k_lo, k_hi; /* the steps of this tile on which this lane's cell exists */
             step_range<TS>(wi, lane, t0, 0, wi.n_steps, k_lo, k_hi);
             auto step = [&](int k) {
@@ -520,10 +517,7 @@ __global__ void __launch_bounds__(kSoftMaxThreads)
 #pragma unroll 1
                 for (int k = 0; k < steps; k++) step(k);
             }
-            if (lane == 0) { /* entries up to t0+steps-2 are read */
-                __threadfence_block();
-                progress[warp] = t0 + steps;
-            }
+            if (lane == 0) Progress::publish(progress + warp, t0 + steps); /* entries < t0+steps-1 read */
             __syncwarp();
             if (link_warp && lane < steps) { /* this tile's edges to the next segment */
                 unsigned long long e[L::N];

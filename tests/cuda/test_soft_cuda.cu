@@ -28,6 +28,8 @@
  * 0: the library's default. An internal hook, set here to run the segment
  * path at small sizes. */
 extern "C" int32_t mas_soft_cuda_segment_states_;
+/* The forward sweep in the max-plus semiring (lib/cuda/soft_forward_sum.cu). */
+extern "C" int32_t mas_soft_cuda_max_plus_;
 
 /* ---- checks and randomness ------------------------------------------------ */
 
@@ -486,6 +488,60 @@ static void fs_vs_cpu(void) {
     CHECK(worst < 1e-4, "posterior differs from cpu by %g", worst);
 }
 
+/* The soft sweep with the max-plus semiring is hard MAS's forward: its
+ * log_z must be hard MAS's score (the CPU's, bit for bit: the same
+ * compare-and-select and the same additions in the same order). */
+static void fs_max_plus_vs_hard(void) {
+    const int32_t dts[3] = {MAS_FLOAT32, MAS_FLOAT64, MAS_FLOAT16};
+    for (int rep = 0; rep < 6; rep++) {
+        const int32_t dt = dts[rep % 3];
+        const int64_t B = rng_int(1, 5), T = rng_int(1, 300), S = rng_int(T, 700);
+        snprintf(g_case, sizeof g_case, "max-plus sweep vs hard MAS %s B=%lld T=%lld S=%lld",
+                 dname(dt), (long long)B, (long long)T, (long long)S);
+        progress();
+        HostT v;
+        v.init(dt, B, T, S, rep % 2 == 0);
+        std::vector<int64_t> xl(B), yl(B);
+        for (int64_t b = 0; b < B; b++) {
+            xl[b] = rng_int(1, T);
+            yl[b] = rng_int(xl[b], S);
+            for (int64_t i = 0; i < T; i++)
+                for (int64_t j = 0; j < S; j++)
+                    v.set(b, i, j, rep >= 3 && rng_unit() < 0.05 ? NEG_INF : 3 * rng_normal());
+        }
+        const int32_t acc = dt == MAS_FLOAT64 ? MAS_FLOAT64 : MAS_FLOAT32;
+        std::vector<unsigned char> want(8 * B), got(8 * B);
+        mas_hard_outputs out;
+        memset(&out, 0, sizeof out);
+        out.score = want.data();
+        mas_tensor3 hv = v.view(v.bytes.data());
+        std::vector<unsigned char> hws(mas_hard_cpu_workspace_size(B, T, S, (mas_dtype)dt, 1));
+        mas_status hst = mas_hard_cpu(&hv, xl.data(), yl.data(), &out, hws.data(), hws.size(), 1, nullptr);
+        Dev dv(v.bytes.size()), dx(8 * B), dy(8 * B), dz(8 * B), dw(8);
+        dv.up(v.bytes.data());
+        dx.up(xl.data());
+        dy.up(yl.data());
+        dz.poison();
+        dw.poison();
+        size_t wsz = mas_forward_sum_cuda_workspace_size(B, T, S, (mas_dtype)dt);
+        Dev ws(wsz);
+        mas_tensor3 vt = v.view(dv.p);
+        mas_soft_cuda_max_plus_ = 1;
+        mas_status st = mas_forward_sum_cuda(&vt, (const int64_t *)dx.p, (const int64_t *)dy.p, dz.p,
+                                             nullptr, ws.p, wsz, nullptr, (uint64_t *)dw.p);
+        mas_soft_cuda_max_plus_ = 0;
+        CHECK(st == MAS_OK, "status %d", (int)st);
+        read_error(dw);
+        dz.down(got.data());
+        for (int64_t b = 0; b < B; b++) {
+            const double w = acc == MAS_FLOAT64 ? ((double *)want.data())[b] : ((float *)want.data())[b];
+            const double g = acc == MAS_FLOAT64 ? ((double *)got.data())[b] : ((float *)got.data())[b];
+            CHECK(w == g, "item %lld: max-plus log_z %.9g, hard MAS score %.9g (hard status %d)",
+                  (long long)b, g, w, (int)hst);
+        }
+    }
+}
+
 static void fs_errors(void) {
     snprintf(g_case, sizeof g_case, "forward-sum errors");
     const int64_t B = 4, T = 6, S = 9;
@@ -782,10 +838,11 @@ int main(int argc, char **argv) {
         c.want_log_z = rep != 4;
         run_fs_case(c);
     }
-    run_fs_case({MAS_FLOAT32, 2, 600, 1500, false, 0.0, true}); /* two states per thread */
-    run_fs_case({MAS_FLOAT64, 1, 1100, 1300, true, 0.0, true}); /* four */
+    run_fs_case({MAS_FLOAT32, 2, 600, 1500, false, 0.0, true}); /* 5 segments an item */
+    run_fs_case({MAS_FLOAT64, 1, 1100, 1300, true, 0.0, true}); /* 9 */
     fs_vs_cpu();
     fs_errors();
+    fs_max_plus_vs_hard();
     for (int kind = 0; kind < 2; kind++) {
         for (int rep = 0; rep < 6; rep++) {
             AttnCase c;
@@ -808,7 +865,7 @@ int main(int argc, char **argv) {
         }
         attn_vs_cpu(kind);
     }
-    if (!small) run_fs_case({MAS_FLOAT32, 1, 4096, 8192, false, 0.0, true}); /* 8 states per thread */
+    if (!small) run_fs_case({MAS_FLOAT32, 1, 4096, 8192, false, 0.0, true}); /* 32 segments */
     attn_errors();
 
     /* Items longer than a block: segments of 48 states (16 here for up to
