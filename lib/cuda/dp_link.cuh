@@ -72,6 +72,7 @@ struct Progress {
     __device__ static void wait_at_least(const volatile long long *count, long long v) {
         while (*count < v) {
         }
+        __threadfence_block(); /* the writes it allows come after */
     }
 };
 

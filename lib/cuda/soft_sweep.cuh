@@ -17,18 +17,19 @@
  * others to its zero. Forward walks have band_hi = 0 (no path from the start
  * reaches s > t); soft_reverse() maps both bands onto the reversed walk.
  *
- * Work split (the pipeline of hard MAS's forward, hard_forward.cuh): a warp
- * owns 32 consecutive states of an item, one a lane, and walks the steps in
- * tiles of TS; per step the only cross-lane value is move(t-1, s-1), one
- * shuffle away, and the warp's first state takes it from the warp below,
- * which runs one tile ahead and hands its last state's edges over through a
- * shared-memory ring ordered by one block barrier per tile. A block holds a
- * segment of an item's states (a few warps); segments run at once and hand
- * the edges on through tagged entries in global memory (dp_link.cuh),
- * fetched a tile ahead. Each warp prefetches its next tile of inputs into
- * registers while it computes the current one, along whichever axis of the
- * view is contiguous, and stores its outputs through a shared-memory tile
- * the same way.
+ * Work split (the pipeline of hard MAS's forward, hard_forward.cuh): a
+ * compute warp owns 32 consecutive states of an item, one a lane, and walks
+ * the steps in tiles of TS; per step the only cross-lane value is
+ * move(t-1, s-1), one shuffle away, and the warp's first state takes it from
+ * a shared-memory ring of tagged entries that the warp below fills step by
+ * step (dp_link.cuh), so warps trail each other by a step or two and no
+ * block barrier runs in the sweep. A helper warp per compute warp loads,
+ * checks and commits its input tiles and stores its output tiles (two
+ * buffers, a named barrier per tile), along whichever axis of each view is
+ * contiguous, so the compute warp issues only the chain of steps. A block
+ * holds a segment of an item's states (a few compute warps); segments run
+ * at once and hand the edges on through tagged entries in global memory,
+ * a tile at a time, fetched a tile ahead.
  */
 #ifndef MAS_CUDA_SOFT_SWEEP_CUH
 #define MAS_CUDA_SOFT_SWEEP_CUH
@@ -82,8 +83,9 @@ template <typename TA> __device__ __forceinline__ Pair<TA> shfl_up1(Pair<TA> v) 
  * last state reach the next segment's block through a buffer of tagged
  * entries (one per step, then one "done" entry that carries the bad flag
  * down the chain). Blocks take (item, segment) from a ticket counter, so a
- * block waits only on blocks that have started; a producer never waits, so
- * the launch cannot deadlock. */
+ * block waits only on blocks that have started, and a block never waits on
+ * a later one (a segment's producer warps wait only on consumers inside
+ * their block, and those never on the next segment): no deadlock. */
 struct SoftGeom {
     int64_t seg_states;
     int64_t n_segs;
@@ -610,6 +612,20 @@ static inline mas_status soft_launch(const Plan &plan, int64_t B, int64_t n_stat
         if (seg_states > most * 32) seg_states = most * 32;
         nw = (int)((seg_states + 31) / 32);
     }
+    /* Fewer warps a block where the device's shared memory is smaller
+     * (the tiles of float64 attention's backward take 36 KB a warp pair). */
+    int dev = 0, smem_limit = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&smem_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) !=
+            cudaSuccess)
+        return MAS_ERR_CUDA;
+    const size_t fits = (size_t)smem_limit - 64; /* the kernel's static words */
+    while (nw > 1 && soft_smem_bytes(nw, Cell::NIN, sizeof(TA), sizeof(typename Cell::Edge)) > fits) {
+        nw--;
+        if (seg_states > (int64_t)nw * 32) seg_states = (int64_t)nw * 32;
+    }
+    if (soft_smem_bytes(nw, Cell::NIN, sizeof(TA), sizeof(typename Cell::Edge)) > fits)
+        return MAS_ERR_BAD_ARGUMENT;
     if (seg_states > n_states) seg_states = n_states;
     SoftGeom g;
     g.seg_states = seg_states;
