@@ -33,8 +33,8 @@ struct PlusCell {
     __device__ static TA start(int64_t t) { return t == 0 ? (TA)0 : neg_inf<TA>(); }
     __device__ static TA final_value(TA stay) { return stay; }
 
-    /* What a cell needs that does not depend on its incoming edges: worked
-     * out before the sweep waits for the edge from the warp below. */
+    /* What a cell needs that does not depend on its incoming edges (so it
+     * is off the chain of steps; the compiler schedules it freely). */
     struct Pre {
         TA cell, ws, wm, fwd;
     };

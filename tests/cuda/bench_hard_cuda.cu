@@ -19,6 +19,7 @@
 #include "mas.h"
 
 #include "cuda_check.h"
+#include "bench_common.h"
 
 __global__ void fill_normal(float *x, size_t n, unsigned long long seed) {
     for (size_t k = blockIdx.x * (size_t)blockDim.x + threadIdx.x; k < n; k += (size_t)gridDim.x * blockDim.x) {
@@ -35,30 +36,6 @@ __global__ void fill_normal(float *x, size_t n, unsigned long long seed) {
 static int cmp_float(const void *a, const void *b) {
     float x = *(const float *)a, y = *(const float *)b;
     return (x > y) - (x < y);
-}
-
-static double copy_bandwidth(void) {
-    size_t bytes = (size_t)1 << 31;
-    void *a, *b;
-    CUDA_OK(cudaMalloc(&a, bytes));
-    CUDA_OK(cudaMalloc(&b, bytes));
-    CUDA_OK(cudaMemset(a, 1, bytes));
-    cudaEvent_t e0, e1;
-    CUDA_OK(cudaEventCreate(&e0));
-    CUDA_OK(cudaEventCreate(&e1));
-    float best = 1e30f;
-    for (int r = 0; r < 6; r++) {
-        CUDA_OK(cudaEventRecord(e0));
-        CUDA_OK(cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice));
-        CUDA_OK(cudaEventRecord(e1));
-        CUDA_OK(cudaEventSynchronize(e1));
-        float ms;
-        CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
-        if (r > 0 && ms < best) best = ms;
-    }
-    cudaFree(a);
-    cudaFree(b);
-    return 2.0 * bytes / (best * 1e-3) / 1e9;
 }
 
 typedef struct row_result {

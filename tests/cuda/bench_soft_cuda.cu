@@ -11,6 +11,12 @@
  * (its gradient); attention's forward and backward are two calls, timed
  * together and apart.
  *
+ * Each row also prints GB/s (the bytes a call must move: inputs read and
+ * outputs written once per sweep that touches them, forward-sum's alpha
+ * written and read back) against the device-to-device copy measured in the
+ * same run, and for the target rows the library's CPU backend on every core
+ * of the same machine (one call each) as the baseline.
+ *
  * Usage: bench_soft_cuda [--quick | --shapes | --only fs|o2m|m2m]
  *   --shapes: the target rows with 1 and 2 compute warps a block besides
  *   the default 4; --only: one target row, 2 timed calls (for profilers). */
@@ -18,17 +24,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <algorithm>
 #include <vector>
 
 #include "mas.h"
 
-/* Internal hook of the library (lib/cuda/soft_forward_sum.cu): threads per
- * block of the sweeps, 0 for the default. Used to compare shapes. */
+/* Internal hook of the library (lib/cuda/soft_forward_sum.cu): compute
+ * threads per block of the sweeps, 0 for the default. Used to compare shapes. */
 extern "C" int32_t mas_soft_cuda_target_threads_;
 
 #include "cuda_check.h"
+#include "bench_common.h"
 #define MAS_OK_OR_DIE(call)                                                                  \
     do {                                                                                     \
         mas_status s_ = (call);                                                              \
@@ -69,6 +77,23 @@ static void random_fill(void *p, int32_t dtype, size_t n, unsigned long long see
     if (dtype == MAS_FLOAT64) fill_normal<double><<<1024, 256>>>((double *)p, n, seed, scale);
     else fill_normal<float><<<1024, 256>>>((float *)p, n, seed, scale);
     CUDA_OK(cudaGetLastError());
+}
+
+static double g_copy_gbs = 0; /* the ceiling, measured once */
+
+static double now_ms(void) {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+/* The columns after "total ms": GB/s, share of the copy, CPU ms, speed-up. */
+static void print_tail(double bytes, double gpu_ms, double cpu_ms, double target) {
+    const double gbs = bytes / (gpu_ms * 1e-3) / 1e9;
+    printf(" %.0f | %.0f%% |", gbs, 100.0 * gbs / g_copy_gbs);
+    if (cpu_ms > 0) printf(" %.1f | %.0fx |", cpu_ms, cpu_ms / gpu_ms);
+    else printf(" - | - |");
+    printf(" %s |\n", target > 0 ? (gpu_ms <= target ? "<= target" : "OVER target") : "-");
 }
 
 static const char *shape_note(void) {
@@ -149,9 +174,22 @@ static void bench_forward_sum(int32_t dtype, int64_t B, int64_t T, int64_t S, do
     }, reps);
     CUDA_OK(cudaDeviceSynchronize());
     check_word(word);
-    printf("| forward-sum + posterior%s | %s | B=%lld T=%lld S=%lld | %.3f | %.3f | %.3f | %s |\n",
+    double cpu = 0;
+    if (target > 0) { /* the baseline: the CPU backend, every core, one call */
+        std::vector<unsigned char> hv(cells * es), hp(cells * es), hz(B * es);
+        CUDA_OK(cudaMemcpy(hv.data(), v, cells * es, cudaMemcpyDeviceToHost));
+        std::vector<unsigned char> hws(mas_forward_sum_cpu_workspace_size(B, T, S, (mas_dtype)dtype, 0));
+        mas_tensor3 hvt = dense(hv.data(), dtype, B, T, S), hpt = dense(hp.data(), dtype, B, T, S);
+        const double t0 = now_ms();
+        MAS_OK_OR_DIE(mas_forward_sum_cpu(&hvt, hx.data(), hy.data(), hz.data(), &hpt, hws.data(),
+                                          hws.size(), 0, nullptr));
+        cpu = now_ms() - t0;
+    }
+    const double es_d = (double)es, bytes = (double)cells * (2 * es_d + 3 * es_d); /* v twice; alpha out, in; posterior */
+    printf("| forward-sum + posterior%s | %s | B=%lld T=%lld S=%lld | %.3f | %.3f | %.3f |",
            shape_note(), dtype == MAS_FLOAT64 ? "f64" : "f32", (long long)B, (long long)T, (long long)S, fwd,
-           both - fwd, both, target > 0 ? (both <= target ? "<= target" : "OVER target") : "-");
+           both - fwd, both);
+    print_tail(bytes, both, cpu, target);
     cudaFree(v);
     cudaFree(post);
     cudaFree(lz);
@@ -193,10 +231,27 @@ static void bench_attention(int kind, int32_t dtype, int64_t B, int64_t N, int64
     }, reps);
     CUDA_OK(cudaDeviceSynchronize());
     check_word(word);
-    printf("| %s attention%s | %s | B=%lld N=%lld M=%lld | %.3f | %.3f | %.3f | %s |\n",
+    double cpu = 0;
+    if (target > 0) { /* the baseline: the CPU backend, every core, forward + backward */
+        std::vector<unsigned char> hx_(cells * es), hp(cells * es), hg(cells * es), hd(cells * es);
+        CUDA_OK(cudaMemcpy(hx_.data(), x, cells * es, cudaMemcpyDeviceToHost));
+        CUDA_OK(cudaMemcpy(hg.data(), g, cells * es, cudaMemcpyDeviceToHost));
+        std::vector<unsigned char> hws(mas_attention_cpu_workspace_size(B, N, M, (mas_dtype)dtype, 0));
+        mas_tensor3 hxt = dense(hx_.data(), dtype, B, N, M), hpt = dense(hp.data(), dtype, B, N, M),
+                    hgt = dense(hg.data(), dtype, B, N, M), hdt = dense(hd.data(), dtype, B, N, M);
+        const double t0 = now_ms();
+        MAS_OK_OR_DIE(mas_attention_forward_cpu(k, &hxt, nullptr, nullptr, &hpt, hws.data(), hws.size(),
+                                                0, nullptr));
+        MAS_OK_OR_DIE(mas_attention_backward_cpu(k, &hxt, nullptr, nullptr, &hpt, &hgt, &hdt, hws.data(),
+                                                 hws.size(), 0, nullptr));
+        cpu = now_ms() - t0;
+    }
+    /* forward: logits in, log phi out; backward: logits, log phi, gradient in, dx out */
+    const double bytes = (double)cells * es * 6;
+    printf("| %s attention%s | %s | B=%lld N=%lld M=%lld | %.3f | %.3f | %.3f |",
            kind ? "many-to-many" : "one-to-many", shape_note(), dtype == MAS_FLOAT64 ? "f64" : "f32",
-           (long long)B, (long long)N, (long long)M, fwd, bwd, both,
-           target > 0 ? (both <= target ? "<= target" : "OVER target") : "-");
+           (long long)B, (long long)N, (long long)M, fwd, bwd, both);
+    print_tail(bytes, both, cpu, target);
     cudaFree(x);
     cudaFree(phi);
     cudaFree(g);
@@ -214,7 +269,9 @@ int main(int argc, char **argv) {
     }
     cudaDeviceProp p;
     CUDA_OK(cudaGetDeviceProperties(&p, 0));
-    printf("device: %s, %d SMs\n", p.name, p.multiProcessorCount);
+    g_copy_gbs = copy_bandwidth();
+    printf("device: %s, %d SMs; device-to-device copy %.0f GB/s (read + write)\n", p.name,
+           p.multiProcessorCount, g_copy_gbs);
     const int reps = quick ? 5 : 20;
     if (argc > 2 && strcmp(argv[1], "--only") == 0) {
         if (!strcmp(argv[2], "fs")) bench_forward_sum(MAS_FLOAT32, 32, 512, 2048, 1.0, 2);
@@ -223,8 +280,9 @@ int main(int argc, char **argv) {
         else return 2;
         return 0;
     }
-    printf("| op | dtype | shape | forward ms | backward ms | total ms | target |\n");
-    printf("|---|---|---|---|---|---|---|\n");
+    printf("| op | dtype | shape | forward ms | backward ms | total ms | GB/s | of copy | CPU ms "
+           "| vs CPU | target |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
     bench_forward_sum(MAS_FLOAT32, 32, 512, 2048, 1.0, reps);
     bench_attention(0, MAS_FLOAT32, 16, 1024, 1024, 0.5, reps);
     bench_attention(1, MAS_FLOAT32, 16, 1024, 1024, 1.0, reps);
