@@ -253,8 +253,9 @@ __device__ __forceinline__ void step_range(const SoftItem<TA, NIN> &it, int64_t 
  *   Plan::item(b, SoftItem&) -> bool (false: skip, already reported),
  *   Plan::finish(b, final_value_of_last_state, bad) (thread 0).
  *
- * Block: nw warps over one segment's states, lane l of warp w on state
- * 32w + l; warps run on their own (no block barrier in the sweep): warp w
+ * Block: nw compute warps over one segment's states, lane l of warp w on
+ * state 32w + l, and nw helper warps that move their tiles. Compute warps
+ * run on their own (no block barrier in the sweep): warp w
  * reads the edge into its first state at step t from entry t-1 of ring w,
  * which warp w-1 (for warp 0: warp 0 itself, from the link or the virtual
  * start, a tile at a time) fills with tagged entries as it goes, so warp w
