@@ -21,7 +21,6 @@ namespace mas_cuda {
 template <typename TA, class Semiring, bool HAS_CELL, bool HAS_LOGITS, bool POSTERIOR>
 struct PlusCell {
     static constexpr int NIN = (HAS_CELL ? 1 : 0) + (HAS_LOGITS ? 1 : 0) + (POSTERIOR ? 1 : 0);
-    static constexpr bool HAS_OUT = true;
     static constexpr int CELL = 0, LOGITS = HAS_CELL ? 1 : 0, FWD = NIN - 1;
     using Edge = TA;
     /* Inputs outside the cells: -inf cells (never on a path), 0 logits. */
@@ -77,7 +76,6 @@ struct PlusCell {
  * the forward's log phi, the upstream gradient. */
 template <typename TA> struct AdjointCell {
     static constexpr int NIN = 3;
-    static constexpr bool HAS_OUT = true;
     static constexpr int LOGITS = 0, ALPHA = 1, GRAD = 2;
     using Edge = Pair<TA>;
     __device__ static TA pad(int v) { return v == ALPHA ? neg_inf<TA>() : (TA)0; }

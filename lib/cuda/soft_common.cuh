@@ -1,6 +1,6 @@
 /* Pieces shared by the soft-alignment kernels on CUDA (forward-sum and
- * monotonic attention): log-semiring arithmetic, element access in any float
- * dtype, the device error word, and host-side argument checks. */
+ * monotonic attention): log-sigmoid pairs, the NaN/+inf test, and the device
+ * error word. */
 #ifndef MAS_CUDA_SOFT_COMMON_CUH
 #define MAS_CUDA_SOFT_COMMON_CUH
 
@@ -34,20 +34,6 @@ template <typename TA> __device__ __forceinline__ bool is_nan_or_pinf(TA x) {
     return !(x < pos_inf<TA>()) && !(x == neg_inf<TA>());
 }
 
-/* ---- element access ---------------------------------------------------- */
-
-/* Element `off` (in elements) of an array of a float dtype, widened to TA.
- * The dtype is uniform over a launch, so the branch costs nothing. */
-template <typename TA>
-__device__ __forceinline__ TA load_as(const void *base, int32_t dtype, int64_t off) {
-    switch (dtype) {
-    case MAS_FLOAT32: return (TA)((const float *)base)[off];
-    case MAS_FLOAT64: return (TA)((const double *)base)[off];
-    case MAS_FLOAT16: return (TA)__half2float(((const __half *)base)[off]);
-    default: return (TA)__bfloat162float(((const __nv_bfloat16 *)base)[off]);
-    }
-}
-
 /* ---- errors -------------------------------------------------------------- */
 
 __device__ __forceinline__ void report_error(uint64_t *word, int64_t item, int status) {
@@ -55,13 +41,6 @@ __device__ __forceinline__ void report_error(uint64_t *word, int64_t item, int s
         atomicMin((unsigned long long *)word,
                   ((unsigned long long)item << 8) | (unsigned long long)status);
 }
-
-/* ---- host-side checks ----------------------------------------------------- */
-
-
-
-
-
 
 } // namespace mas_cuda
 

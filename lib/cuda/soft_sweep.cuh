@@ -115,16 +115,6 @@ static inline __host__ __device__ size_t soft_progress_bytes(int nw) {
     return ((size_t)nw * 8 + 15) / 16 * 16;
 }
 
-template <typename TA> __device__ __forceinline__ TA shfl_idx(TA v, int k) {
-    return __shfl_sync(kFullMask, v, k);
-}
-template <typename TA> __device__ __forceinline__ Pair<TA> shfl_idx(Pair<TA> v, int k) {
-    Pair<TA> r;
-    r.a = __shfl_sync(kFullMask, v.a, k);
-    r.b = __shfl_sync(kFullMask, v.b, k);
-    return r;
-}
-
 /* Which axis consecutive threads walk when a view is read or written. */
 __device__ __forceinline__ bool along_steps(int64_t s_state, int64_t s_step) {
     int64_t a = s_state < 0 ? -s_state : s_state, b = s_step < 0 ? -s_step : s_step;
@@ -132,11 +122,6 @@ __device__ __forceinline__ bool along_steps(int64_t s_state, int64_t s_step) {
 }
 
 constexpr int64_t kSoftNoBand = INT64_MAX / 4;
-
-template <typename TA, int NIN>
-__device__ __forceinline__ bool cell_exists(const SoftItem<TA, NIN> &it, int64_t t, int64_t s) {
-    return s < it.n_states && s >= t - it.band_lo && s <= t + it.band_hi;
-}
 
 /* The states of step t that exist, [*lo, *hi] (empty when lo > hi), and
  * that a view reads (its step range too), as 32-bit bounds. */
@@ -219,7 +204,8 @@ __device__ __forceinline__ TA prefetch_one(const TV *ptr, bool in, TA pad) {
  * input) and how often a warp does its per-tile work. Measured on an H100
  * (2026-11-21): 16 steps for every cell policy; 8 for the adjoint was 7-10%
  * slower, 32 for forward-sum's backward 23% slower (registers). */
-__host__ __device__ constexpr int soft_tile_steps(int) { return 16; }
+constexpr int kSoftTileSteps = 16, kSoftTileShift = 4;
+static_assert(1 << kSoftTileShift == kSoftTileSteps, "tile steps a power of two");
 /* The rings a warp hands its last state's move edges to the warp above
  * through: four tiles of tagged entries (a producer runs at most three tiles
  * ahead, so a ring of more than two can never deadlock). */
@@ -265,7 +251,7 @@ template <typename TA, class Cell, class Plan>
 __global__ void __launch_bounds__(kSoftMaxThreads)
     soft_sweep(const Plan plan, const SoftGeom geom) {
     constexpr int NIN = Cell::NIN, NV = NIN > 0 ? NIN : 1;
-    constexpr int TS = soft_tile_steps(NIN), TS_SHIFT = TS == 8 ? 3 : TS == 16 ? 4 : 5;
+    constexpr int TS = kSoftTileSteps, TS_SHIFT = kSoftTileShift;
     constexpr int RING = kSoftRingTiles * TS, PITCH = kSoftPitch;
     constexpr int SPR = 32 / TS; /* states per row-load instruction along steps */
     using Edge = typename Cell::Edge;
@@ -312,8 +298,9 @@ __global__ void __launch_bounds__(kSoftMaxThreads)
      * is the edge into warp r's first state at step t+1; warp r-1 writes it
      * (ring 0: warp 0 itself). progress[w]: steps warp w has finished. */
     volatile unsigned long long *rings = (volatile unsigned long long *)smem_raw;
-    volatile long long *progress = (volatile long long *)(smem_raw + soft_ring_bytes(nw + 1, RING, sizeof(Edge)));
-    TA *tiles = (TA *)(smem_raw + soft_ring_bytes(nw + 1, RING, sizeof(Edge)) + soft_progress_bytes(nw));
+    const size_t ring_bytes = soft_ring_bytes(nw + 1, RING, sizeof(Edge));
+    volatile long long *progress = (volatile long long *)(smem_raw + ring_bytes);
+    TA *tiles = (TA *)(smem_raw + ring_bytes + soft_progress_bytes(nw));
     /* per compute warp two buffers, each NIN input tiles and one output
      * tile: the warp computes tile c in buffer c % 2 while its helper fills
      * and empties the other */
@@ -557,7 +544,7 @@ __global__ void __launch_bounds__(kSoftMaxThreads)
 /* Shared memory of a block of nw warps: nw + 1 rings of tagged words, the
  * warps' progress, then per warp NIN input tiles and one output tile. */
 static inline size_t soft_smem_bytes(int nw, int nin, size_t acc, size_t edge) {
-    const int ts = soft_tile_steps(nin);
+    const int ts = kSoftTileSteps;
     return soft_ring_bytes(nw + 1, kSoftRingTiles * ts, edge) + soft_progress_bytes(nw) +
            (size_t)nw * 2 * (nin + 1) * ts * kSoftPitch * acc;
 }

@@ -877,3 +877,27 @@ void ts_hard_call_check_outputs(const ts_hard_call *call) {
     if (p->wants & TS_WANT_SCORE) ts_check_score(call);
     ts_hard_call_check_untouched(call);
 }
+
+void ts_hard_plan_random_sizes(ts_rng *rng, ts_hard_plan *plan, int64_t max_batch,
+                               int64_t max_tokens, int64_t max_frames) {
+    plan->batch = ts_rng_int(rng, 1, max_batch);
+    plan->tokens = ts_rng_int(rng, 1, max_tokens);
+    plan->frames = ts_rng_int(rng, 1, max_frames);
+    if (plan->frames < plan->tokens && ts_rng_chance(rng, 0.7)) {
+        int64_t t = plan->tokens;
+        plan->tokens = plan->frames;
+        plan->frames = t;
+    }
+}
+
+ts_hard_values ts_hard_plan_random_rest(ts_rng *rng, ts_hard_plan *plan) {
+    ts_hard_values v;
+    ts_row_layout_random(rng, &plan->durations_layout);
+    ts_row_layout_random(rng, &plan->indices_layout);
+    plan->workspace_misalign = (size_t)ts_rng_int(rng, 0, 7);
+    v.kind = (ts_value_kind)ts_rng_int(rng, 0, TS_VALUES_KIND_COUNT - 1);
+    v.shared = plan->value_layout.zero_batch_stride;
+    v.poison_outside = !v.shared && ts_rng_chance(rng, 0.5);
+    v.neg_inf_fraction = !v.shared && ts_rng_chance(rng, 0.25) ? ts_rng_uniform(rng, 0.05, 0.5) : 0.0;
+    return v;
+}

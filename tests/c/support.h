@@ -250,6 +250,21 @@ void ts_hard_plan_default(ts_hard_plan *plan, mas_dtype dtype, int64_t batch,
 /* Random rows for durations or indices: padding between items, sometimes a
  * negative item stride. */
 void ts_row_layout_random(ts_rng *rng, ts_layout *layout);
+/* The draws the randomized hard-MAS tests (CPU and CUDA) share. Sizes: B, T
+ * and S up to the maxima, mostly S >= T as in speech. */
+void ts_hard_plan_random_sizes(ts_rng *rng, ts_hard_plan *plan, int64_t max_batch,
+                               int64_t max_tokens, int64_t max_frames);
+/* Once the value and path layouts are set: row layouts, workspace
+ * misalignment, and the values (kind, poison outside the lengths, share of
+ * -inf cells; items sharing one data block (batch stride 0) get neither
+ * poison nor -inf: one item's outside is another's inside). */
+typedef struct ts_hard_values {
+    ts_value_kind kind;
+    int shared; /* the items share one data block */
+    int poison_outside;
+    double neg_inf_fraction;
+} ts_hard_values;
+ts_hard_values ts_hard_plan_random_rest(ts_rng *rng, ts_hard_plan *plan);
 /* Allocates everything (value filled with TS_VALUE_FILL, lengths zero) and
  * sets up out. Returns 0 on allocation failure. */
 int ts_hard_call_make(ts_hard_call *call, const ts_hard_plan *plan);

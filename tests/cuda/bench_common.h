@@ -33,4 +33,23 @@ static double copy_bandwidth(void) {
     return 2.0 * bytes / (best * 1e-3) / 1e9;
 }
 
+/* True when there is a device to time on; otherwise says so (the program
+ * then ends with status 0, as the GPU tests skip). */
+static bool bench_has_device(void) {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+        printf("skipped: no CUDA device\n");
+        return false;
+    }
+    return true;
+}
+
+/* The table's header line: device 0 and the copy ceiling. */
+static void bench_print_device(double copy_gbs) {
+    cudaDeviceProp p;
+    CUDA_OK(cudaGetDeviceProperties(&p, 0));
+    printf("device: %s, %d SMs; device-to-device copy %.0f GB/s (read + write)\n", p.name,
+           p.multiProcessorCount, copy_gbs);
+}
+
 #endif

@@ -141,22 +141,15 @@ int main(int argc, char **argv) {
     int quick = argc > 1 && !strcmp(argv[1], "--quick");
     /* --one B T S path|durations: a single row, for profilers. */
     int one = argc > 5 && !strcmp(argv[1], "--one");
-    int count = 0;
-    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-        printf("skipped: no CUDA device\n");
-        return 0;
-    }
-    cudaDeviceProp prop;
-    CUDA_OK(cudaGetDeviceProperties(&prop, 0));
+    if (!bench_has_device()) return 0;
     if (one) {
         row_result r = bench_row(atoll(argv[2]), atoll(argv[3]), atoll(argv[4]),
                                  !strcmp(argv[5], "path"), 1);
         printf("B=%s T=%s S=%s %s: %.4f ms, %.0f GB/s\n", argv[2], argv[3], argv[4], argv[5], r.ms, r.gbs);
         return 0;
     }
-    double copy = copy_bandwidth();
-    printf("device: %s, %d SMs; device-to-device copy %.0f GB/s (read + write)\n", prop.name,
-           prop.multiProcessorCount, copy);
+    const double copy = copy_bandwidth();
+    bench_print_device(copy);
     printf("| case | B | T | S | output | ms | GB/s | of copy | target ms |\n");
     printf("|---|---|---|---|---|---|---|---|---|\n");
     static const int64_t Ts[5] = {128, 256, 512, 1024, 2048};

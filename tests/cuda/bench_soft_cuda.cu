@@ -15,7 +15,7 @@
  * outputs written once per sweep that touches them, forward-sum's alpha
  * written and read back) against the device-to-device copy measured in the
  * same run, and for the target rows the library's CPU backend on every core
- * of the same machine (one call each) as the baseline.
+ * of the same machine (median of 3 calls after a warm-up) as the baseline.
  *
  * Usage: bench_soft_cuda [--quick | --shapes | --only fs|o2m|m2m]
  *   --shapes: the target rows with 1 and 2 compute warps a block besides
@@ -85,6 +85,20 @@ static double now_ms(void) {
     timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+/* Median milliseconds of 3 host calls after one warm-up (the first touches
+ * freshly allocated pages). */
+template <class F> static double host_median_ms(F fn) {
+    fn();
+    double ms[3];
+    for (int r = 0; r < 3; r++) {
+        const double t0 = now_ms();
+        fn();
+        ms[r] = now_ms() - t0;
+    }
+    std::sort(ms, ms + 3);
+    return ms[1];
 }
 
 /* The columns after "total ms": GB/s, share of the copy, CPU ms, speed-up. */
@@ -175,15 +189,15 @@ static void bench_forward_sum(int32_t dtype, int64_t B, int64_t T, int64_t S, do
     CUDA_OK(cudaDeviceSynchronize());
     check_word(word);
     double cpu = 0;
-    if (target > 0) { /* the baseline: the CPU backend, every core, one call */
+    if (target > 0) { /* the baseline: the CPU backend, every core */
         std::vector<unsigned char> hv(cells * es), hp(cells * es), hz(B * es);
         CUDA_OK(cudaMemcpy(hv.data(), v, cells * es, cudaMemcpyDeviceToHost));
         std::vector<unsigned char> hws(mas_forward_sum_cpu_workspace_size(B, T, S, (mas_dtype)dtype, 0));
         mas_tensor3 hvt = dense(hv.data(), dtype, B, T, S), hpt = dense(hp.data(), dtype, B, T, S);
-        const double t0 = now_ms();
-        MAS_OK_OR_DIE(mas_forward_sum_cpu(&hvt, hx.data(), hy.data(), hz.data(), &hpt, hws.data(),
-                                          hws.size(), 0, nullptr));
-        cpu = now_ms() - t0;
+        cpu = host_median_ms([&] {
+            MAS_OK_OR_DIE(mas_forward_sum_cpu(&hvt, hx.data(), hy.data(), hz.data(), &hpt, hws.data(),
+                                              hws.size(), 0, nullptr));
+        });
     }
     const double es_d = (double)es, bytes = (double)cells * (2 * es_d + 3 * es_d); /* v twice; alpha out, in; posterior */
     printf("| forward-sum + posterior%s | %s | B=%lld T=%lld S=%lld | %.3f | %.3f | %.3f |",
@@ -239,12 +253,12 @@ static void bench_attention(int kind, int32_t dtype, int64_t B, int64_t N, int64
         std::vector<unsigned char> hws(mas_attention_cpu_workspace_size(B, N, M, (mas_dtype)dtype, 0));
         mas_tensor3 hxt = dense(hx_.data(), dtype, B, N, M), hpt = dense(hp.data(), dtype, B, N, M),
                     hgt = dense(hg.data(), dtype, B, N, M), hdt = dense(hd.data(), dtype, B, N, M);
-        const double t0 = now_ms();
-        MAS_OK_OR_DIE(mas_attention_forward_cpu(k, &hxt, nullptr, nullptr, &hpt, hws.data(), hws.size(),
-                                                0, nullptr));
-        MAS_OK_OR_DIE(mas_attention_backward_cpu(k, &hxt, nullptr, nullptr, &hpt, &hgt, &hdt, hws.data(),
-                                                 hws.size(), 0, nullptr));
-        cpu = now_ms() - t0;
+        cpu = host_median_ms([&] {
+            MAS_OK_OR_DIE(mas_attention_forward_cpu(k, &hxt, nullptr, nullptr, &hpt, hws.data(),
+                                                    hws.size(), 0, nullptr));
+            MAS_OK_OR_DIE(mas_attention_backward_cpu(k, &hxt, nullptr, nullptr, &hpt, &hgt, &hdt,
+                                                     hws.data(), hws.size(), 0, nullptr));
+        });
     }
     /* forward: logits in, log phi out; backward: logits, log phi, gradient in, dx out */
     const double bytes = (double)cells * es * 6;
@@ -262,16 +276,9 @@ static void bench_attention(int kind, int32_t dtype, int64_t B, int64_t N, int64
 
 int main(int argc, char **argv) {
     bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
-    int count = 0;
-    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-        printf("skipped: no CUDA device\n");
-        return 0;
-    }
-    cudaDeviceProp p;
-    CUDA_OK(cudaGetDeviceProperties(&p, 0));
+    if (!bench_has_device()) return 0;
     g_copy_gbs = copy_bandwidth();
-    printf("device: %s, %d SMs; device-to-device copy %.0f GB/s (read + write)\n", p.name,
-           p.multiProcessorCount, g_copy_gbs);
+    bench_print_device(g_copy_gbs);
     const int reps = quick ? 5 : 20;
     if (argc > 2 && strcmp(argv[1], "--only") == 0) {
         if (!strcmp(argv[2], "fs")) bench_forward_sum(MAS_FLOAT32, 32, 512, 2048, 1.0, 2);

@@ -242,14 +242,7 @@ static void run_case(ts_rng *rng, int64_t case_no, const size_class *size, int w
     plan.path_dtype = path_dtypes[case_no % 7];
     plan.wants = (int)ts_rng_int(rng, 1, TS_WANT_ALL);
     plan.threads = 1;
-    plan.batch = ts_rng_int(rng, 1, size->max_batch);
-    plan.tokens = ts_rng_int(rng, 1, size->max_tokens);
-    plan.frames = ts_rng_int(rng, 1, size->max_frames);
-    if (plan.frames < plan.tokens && ts_rng_chance(rng, 0.7)) {
-        int64_t t = plan.tokens;
-        plan.tokens = plan.frames;
-        plan.frames = t;
-    }
+    ts_hard_plan_random_sizes(rng, &plan, size->max_batch, size->max_tokens, size->max_frames);
     /* Half the cases on the fast loaders' plain layouts, half random. */
     if (ts_rng_chance(rng, 0.5)) {
         ts_layout_plain(&plan.value_layout, ts_rng_chance(rng, 0.5));
@@ -260,15 +253,11 @@ static void run_case(ts_rng *rng, int64_t case_no, const size_class *size, int w
         ts_layout_random(rng, &plan.value_layout, 1, 1);
         ts_layout_random(rng, &plan.path_layout, 1, 0);
     }
-    ts_row_layout_random(rng, &plan.durations_layout);
-    ts_row_layout_random(rng, &plan.indices_layout);
-    plan.workspace_misalign = (size_t)ts_rng_int(rng, 0, 7);
-    ts_value_kind kind = (ts_value_kind)ts_rng_int(rng, 0, TS_VALUES_KIND_COUNT - 1);
-    int shared = plan.value_layout.zero_batch_stride;
-    int poison_outside = !shared && ts_rng_chance(rng, 0.5);
-    double neg_inf_fraction =
-        !shared && ts_rng_chance(rng, 0.25) ? ts_rng_uniform(rng, 0.05, 0.5) : 0.0;
-    int error_kind = with_errors && !shared ? (int)ts_rng_int(rng, 1, ERROR_KINDS - 1) : NO_ERROR;
+    const ts_hard_values vals = ts_hard_plan_random_rest(rng, &plan);
+    const ts_value_kind kind = vals.kind;
+    const int poison_outside = vals.poison_outside;
+    const double neg_inf_fraction = vals.neg_inf_fraction;
+    int error_kind = with_errors && !vals.shared ? (int)ts_rng_int(rng, 1, ERROR_KINDS - 1) : NO_ERROR;
 
     ts_hard_call call;
     int made = ts_hard_call_make(&call, &plan);

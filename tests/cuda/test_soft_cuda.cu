@@ -349,6 +349,20 @@ struct FsCase {
     bool want_log_z;
 };
 
+/* A forward-sum case of random size: B <= max_b, T <= max_t, T <= S <= max_s. */
+static FsCase random_fs_case(int32_t dtype, int64_t max_b, int64_t max_t, int64_t max_s, bool bst,
+                             double mask_p, bool want_log_z) {
+    FsCase c;
+    c.dtype = dtype;
+    c.B = rng_int(1, max_b);
+    c.T = rng_int(1, max_t);
+    c.S = rng_int(c.T, max_s);
+    c.bst = bst;
+    c.mask_p = mask_p;
+    c.want_log_z = want_log_z;
+    return c;
+}
+
 static void run_fs_case(const FsCase &c) {
     snprintf(g_case, sizeof g_case, "forward-sum %s B=%lld T=%lld S=%lld %s mask=%.2f seg=%d",
              dname(c.dtype), (long long)c.B, (long long)c.T, (long long)c.S, c.bst ? "bst" : "bts",
@@ -842,36 +856,18 @@ int main(int argc, char **argv) {
         return g_failures == 0 ? 0 : 1;
     }
     const int32_t dts[4] = {MAS_FLOAT32, MAS_FLOAT64, MAS_FLOAT16, MAS_BFLOAT16};
-    for (int rep = 0; rep < 6; rep++) {
-        FsCase c;
-        c.dtype = dts[rep % 4];
-        c.B = rng_int(1, 5);
-        c.T = rng_int(1, 70);
-        c.S = rng_int(c.T, 200);
-        c.bst = rep % 2;
-        c.mask_p = rep == 3 ? 0.3 : (rep == 5 ? 0.05 : 0);
-        c.want_log_z = rep != 4;
-        run_fs_case(c);
-    }
+    for (int rep = 0; rep < 6; rep++)
+        run_fs_case(random_fs_case(dts[rep % 4], 5, 70, 200, rep % 2,
+                                   rep == 3 ? 0.3 : (rep == 5 ? 0.05 : 0), rep != 4));
     run_fs_case({MAS_FLOAT32, 2, 600, 1500, false, 0.0, true}); /* 5 segments an item */
     run_fs_case({MAS_FLOAT64, 1, 1100, 1300, true, 0.0, true}); /* 9 */
     fs_vs_cpu();
     fs_errors();
     fs_max_plus_vs_hard();
     for (int kind = 0; kind < 2; kind++) {
-        for (int rep = 0; rep < 6; rep++) {
-            AttnCase c;
-            c.kind = kind;
-            c.dtype = dts[rep % 4];
-            c.B = rng_int(1, 4);
-            c.N = rng_int(1, 90);
-            c.M = rng_int(1, 90);
-            c.transposed = rep % 3 == 1;
-            c.lengths = rep % 2 == 0;
-            c.scale = rep == 5 ? 8 : 2;
-            c.extreme = rep >= 4 ? 0.05 : 0;
-            run_attn_case(c);
-        }
+        for (int rep = 0; rep < 6; rep++) /* (a braced list draws left to right) */
+            run_attn_case({kind, dts[rep % 4], rng_int(1, 4), rng_int(1, 90), rng_int(1, 90),
+                           rep % 3 == 1, rep % 2 == 0, rep == 5 ? 8.0 : 2.0, rep >= 4 ? 0.05 : 0});
         run_attn_case({kind, MAS_FLOAT32, 2, 700, 1100, false, true, 2, 0.01});
         run_attn_case({kind, MAS_FLOAT64, 2, 1100, 600, true, true, 2, 0});
         if (!small) {
@@ -883,35 +879,16 @@ int main(int argc, char **argv) {
     if (!small) run_fs_case({MAS_FLOAT32, 1, 4096, 8192, false, 0.0, true}); /* 32 segments */
     attn_errors();
 
-    /* Items longer than a block: segments of 48 states (16 here for up to
-     * 90 states), then past the default of 8192 states. */
+    /* Many segments an item at small sizes: 48 states a block (a full and a
+     * partial warp) and 16 (half a warp); then items of 9000 states. */
     for (int32_t seg : {48, 16}) {
         mas_soft_cuda_segment_states_ = seg;
-        for (int rep = 0; rep < 4; rep++) {
-            FsCase c;
-            c.dtype = dts[rep % 4];
-            c.B = rng_int(1, 4);
-            c.T = rng_int(1, 150);
-            c.S = rng_int(c.T, 300);
-            c.bst = rep % 2;
-            c.mask_p = rep == 2 ? 0.2 : 0;
-            c.want_log_z = true;
-            run_fs_case(c);
-        }
+        for (int rep = 0; rep < 4; rep++)
+            run_fs_case(random_fs_case(dts[rep % 4], 4, 150, 300, rep % 2, rep == 2 ? 0.2 : 0, true));
         for (int kind = 0; kind < 2; kind++)
-            for (int rep = 0; rep < 4; rep++) {
-                AttnCase c;
-                c.kind = kind;
-                c.dtype = dts[rep % 4];
-                c.B = rng_int(1, 4);
-                c.N = rng_int(1, 120);
-                c.M = rng_int(1, 120);
-                c.transposed = rep % 2 == 1;
-                c.lengths = rep < 2;
-                c.scale = 2;
-                c.extreme = rep == 3 ? 0.05 : 0;
-                run_attn_case(c);
-            }
+            for (int rep = 0; rep < 4; rep++)
+                run_attn_case({kind, dts[rep % 4], rng_int(1, 4), rng_int(1, 120), rng_int(1, 120),
+                               rep % 2 == 1, rep < 2, 2.0, rep == 3 ? 0.05 : 0});
     }
     mas_soft_cuda_segment_states_ = 0;
     if (!small) {
