@@ -7,6 +7,7 @@
  *   3. Tensors (dtype, strided 3-D views)
  *   4. Core API: hard MAS (Viterbi) on the CPU and on CUDA
  *   5. Experimental API: soft alignment (log semiring), subject to change
+ *   6. Likelihoods: diagonal Gaussians and Gaussian mixtures
  *
  * Conventions that hold for every function below:
  *   - Memory is owned by the caller. A function that needs scratch memory has a
@@ -83,7 +84,9 @@ typedef enum mas_status {
     MAS_ERR_BAD_ARGUMENT = 9,     /* any other argument out of range */
     MAS_ERR_NO_CUDA = 10,         /* the library was built without CUDA */
     MAS_ERR_CUDA = 11,            /* a CUDA runtime call failed */
-    MAS_STATUS_COUNT_ = 12
+    MAS_ERR_BAD_MODEL = 12,       /* a model parameter is NaN/inf, or a variance <= 0 */
+    MAS_ERR_TARGET_TOO_LONG = 13, /* the states a target needs outnumber the frames */
+    MAS_STATUS_COUNT_ = 14
 } mas_status;
 
 /* A sentence naming the rule behind a status ("x_len > y_len: ..."). Never
@@ -263,6 +266,133 @@ mas_status mas_attention_backward_cuda(mas_attention_kind kind, const mas_tensor
                                        const mas_tensor3 *grad_logits, void *workspace,
                                        size_t workspace_size, void *stream,
                                        uint64_t *error_word);
+
+/* ===================================================================== */
+/* 6. Likelihoods: diagonal Gaussians and Gaussian mixtures              */
+/* ===================================================================== */
+/* A diagonal Gaussian k over J dimensions scores a frame x as
+ *   log w_k + log N(x; mu_k, diag var_k) = K_k + sum_j a_kj x_j + sum_j b_kj x_j^2,
+ *   a_kj = mu_kj / var_kj,   b_kj = -1 / (2 var_kj),
+ *   K_k  = log w_k - 1/2 sum_j (log(2 pi) + log var_kj + mu_kj^2 / var_kj).
+ * The coefficients of M Gaussians form a matrix coef [P, M] with P = 2J+1
+ * rows: row 0 holds K, rows 1..J hold a, rows J+1..2J hold b. A state is a
+ * run of consecutive Gaussians (its mixture); its log-likelihood is the
+ * log-sum-exp of its Gaussians' scores, or their max (MAS_LOGLIK_MAX).
+ *
+ * Arithmetic, the same on every backend in the default precision: the
+ * accumulator type (float64 when the frames are float64, else float32; the
+ * coefficients must be of that type). The score of frame x under Gaussian k
+ * is the chain
+ *   e = [1, x_0, .., x_{J-1}, x_0*x_0, .., x_{J-1}*x_{J-1}]   (squares rounded)
+ *   acc = coef[0][k];  for r = 1 .. 2J: acc = fma(e[r], coef[r][k], acc)
+ * in that order, so a state of one Gaussian (the per-token Gaussians of TTS)
+ * gives the same bits on the CPU and on CUDA. Coefficients made by
+ * mas_gauss_coef_* are computed in float64 from the parameters and rounded
+ * once, so they too agree between backends.
+ *
+ * Batches: every tensor has a leading item axis. A model shared by all items
+ * has dim[0] = 1 (or stride[0] = 0 with dim[0] = B). Per-item models (TTS:
+ * each utterance's token Gaussians) have dim[0] = B. */
+
+/* How mas_gauss_params.spread is given. */
+typedef enum mas_gauss_spread {
+    MAS_SPREAD_VARIANCE = 0, /* variances var_kj (> 0) */
+    MAS_SPREAD_LOG_STD = 1   /* log standard deviations: var = exp(2 log_std) */
+} mas_gauss_spread;
+
+/* The parameters of M diagonal Gaussians over J dimensions, per item.
+ *   means:       [B or 1, M, J], any float dtype, any strides.
+ *   spread:      [B or 1, M, J], same dtype rules; variances or log-std.
+ *   log_weights: [B or 1, 1, M]; data NULL means 0 (weight 1) for all.
+ * The Glow-TTS tensors mean / log_std [B, D, T] are the views with
+ * dim {B, T, D} and stride {D*T, 1, T}. */
+typedef struct mas_gauss_params {
+    mas_tensor3 means;
+    mas_tensor3 spread;
+    int32_t spread_kind; /* mas_gauss_spread */
+    int32_t reserved_;
+    mas_tensor3 log_weights;
+} mas_gauss_params;
+
+/* Writes the coefficients of the Gaussians of params into coef ([B or 1, P,
+ * M], MAS_FLOAT32 or MAS_FLOAT64, any strides), computed in float64 and
+ * rounded once. Returns MAS_ERR_BAD_MODEL when a mean, spread or log weight
+ * is NaN or +-inf (a log weight of -inf is allowed: a Gaussian of weight 0)
+ * or a variance is <= 0, with err->item = the flat index b*M + k of the
+ * first bad Gaussian; MAS_ERR_BAD_SHAPE when the shapes disagree. The
+ * CUDA form takes device pointers, runs on `stream` and records value errors
+ * in *error_word (may be NULL) as mas_hard_cuda does. Neither needs a
+ * workspace. */
+mas_status mas_gauss_coef_cpu(const mas_gauss_params *params, const mas_tensor3 *coef,
+                              int32_t threads, mas_error *err);
+mas_status mas_gauss_coef_cuda(const mas_gauss_params *params, const mas_tensor3 *coef,
+                               void *stream, uint64_t *error_word);
+
+/* Flags of mas_loglik_*. */
+#define MAS_LOGLIK_MAX 1u /* a state's score is its best Gaussian's, not the log-sum */
+
+/* Precision of mas_loglik_cuda. The CPU computes MAS_PRECISION_DEFAULT
+ * whatever is asked (it has no tensor cores). */
+typedef enum mas_precision {
+    MAS_PRECISION_DEFAULT = 0, /* the fma chain above, on CUDA cores */
+    MAS_PRECISION_TF32 = 1,    /* tensor cores, TF32 products, float32 sums */
+    MAS_PRECISION_BF16 = 2     /* tensor cores, bfloat16 products, float32 sums */
+} mas_precision;
+
+/* The arguments of a log-likelihood call.
+ *   x:       frames [B, N, J], any float dtype, any strides. (Glow-TTS z
+ *            [B, D, S] is the view dim {B, S, D}, stride {D*S, 1, S}.)
+ *   coef:    [B or 1, P, M] of the accumulator type, any strides (fastest
+ *            with unit stride along M).
+ *   offsets: [n_states + 1] int64, offsets[0] = 0, offsets[n_states] = M,
+ *            strictly increasing: state s owns Gaussians [offsets[s],
+ *            offsets[s+1]). NULL: one Gaussian per state (n_states = M).
+ *            Host memory for the CPU, device memory for CUDA.
+ *   n_states: number of states (the output's last axis).
+ *   n_len:   [B] frames per item (N when NULL); frames >= n_len get 0.
+ *   s_len:   [B] states per item (n_states when NULL); states >= s_len get 0.
+ *   out:     [B, N, n_states] of the accumulator type, any strides; written
+ *            in full (0 outside the lengths).
+ *   best:    optional int32 [B, N, n_states] (data NULL: not wanted): the
+ *            index k in [0, M) of the best Gaussian of the state (the
+ *            lowest on ties); -1 outside the lengths.
+ *   flags:   MAS_LOGLIK_* bits.
+ *   precision: a mas_precision (CUDA; the CPU ignores it). */
+typedef struct mas_loglik_args {
+    mas_tensor3 x;
+    mas_tensor3 coef;
+    const int64_t *offsets;
+    int64_t n_states;
+    const int64_t *n_len;
+    const int64_t *s_len;
+    mas_tensor3 out;
+    mas_tensor3 best;
+    uint32_t flags;
+    int32_t precision;
+} mas_loglik_args;
+
+/* Bytes of workspace for mas_loglik_cpu (threads <= 0: every core). */
+size_t mas_loglik_cpu_workspace_size(const mas_loglik_args *args, int32_t threads);
+
+/* Log-likelihoods of frames under the states of a Gaussian mixture model (or
+ * one Gaussian per state), on the CPU. Returns MAS_OK; MAS_ERR_BAD_SHAPE
+ * when the shapes disagree (x's J against coef's P = 2J+1, out against
+ * B, N, n_states); MAS_ERR_BAD_DTYPE when coef is not of the accumulator
+ * type; MAS_ERR_BAD_ARGUMENT for offsets that do not increase from 0 to M;
+ * MAS_ERR_BAD_LENGTH (err->item = the item) for a length < 0 or beyond the
+ * array; MAS_ERR_WORKSPACE_TOO_SMALL. Frames holding NaN or inf give NaN or
+ * -inf scores (not an error). */
+mas_status mas_loglik_cpu(const mas_loglik_args *args, void *workspace, size_t workspace_size,
+                          int32_t threads, mas_error *err);
+
+/* Bytes of device workspace for mas_loglik_cuda. */
+size_t mas_loglik_cuda_workspace_size(const mas_loglik_args *args);
+
+/* The same on a CUDA device, asynchronously on `stream`; every pointer is
+ * device memory; host checks as on the CPU, value errors (lengths, offsets)
+ * in *error_word. Never synchronises, never allocates. */
+mas_status mas_loglik_cuda(const mas_loglik_args *args, void *workspace, size_t workspace_size,
+                           void *stream, uint64_t *error_word);
 
 #ifdef __cplusplus
 }

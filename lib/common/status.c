@@ -24,6 +24,11 @@ const char *mas_status_string(mas_status status) {
     case MAS_ERR_BAD_ARGUMENT: return "an argument is out of range";
     case MAS_ERR_NO_CUDA: return "libmas was built without its CUDA backend";
     case MAS_ERR_CUDA: return "a CUDA runtime call failed";
+    case MAS_ERR_BAD_MODEL:
+        return "bad model: a mean, spread or log weight is NaN or inf, or a variance is <= 0";
+    case MAS_ERR_TARGET_TOO_LONG:
+        return "target too long: its states (labels, plus a blank between repeated labels) "
+               "outnumber the frames";
     default: return "unknown status";
     }
 }
