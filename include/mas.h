@@ -106,6 +106,8 @@ typedef struct mas_error {
  * word to MAS_DEVICE_NO_ERROR before the call (e.g. cudaMemsetAsync to 0xff),
  * copies it back whenever convenient, and decodes it here. */
 #define MAS_DEVICE_NO_ERROR UINT64_MAX
+/* The item field of an error that is not one item's (decoded as item -1). */
+#define MAS_DEVICE_NO_ITEM (UINT64_MAX << 8)
 /* Decodes a device error word into *err (status MAS_OK if none). */
 void mas_decode_device_error(uint64_t word, mas_error *err);
 

@@ -54,4 +54,52 @@ static inline mas_status mas_hard_check_call(const mas_tensor3 *value, const int
     return MAS_OK;
 }
 
+/* Everything about a Gaussian-coefficient call that can be checked without
+ * its values: params [Bp, M, J] (Bp = B or 1), log weights [Bp, 1, M],
+ * coef [Bp, 2J+1, M] of float32 or float64. */
+static inline mas_status mas_gauss_coef_check_call(const mas_gauss_params *p,
+                                                   const mas_tensor3 *coef) {
+    if (!p || !coef) return MAS_ERR_NULL_POINTER;
+    mas_status st = mas_check_tensor(&p->means, MAS_ANY_FLOAT);
+    if (st == MAS_OK) st = mas_check_tensor(&p->spread, MAS_ANY_FLOAT);
+    if (st == MAS_OK && p->log_weights.data) st = mas_check_tensor(&p->log_weights, MAS_ANY_FLOAT);
+    if (st == MAS_OK) st = mas_check_tensor(coef, MAS_ANY_FLOAT);
+    if (st != MAS_OK) return st;
+    if (coef->dtype != MAS_FLOAT32 && coef->dtype != MAS_FLOAT64) return MAS_ERR_BAD_DTYPE;
+    if (p->spread_kind != MAS_SPREAD_VARIANCE && p->spread_kind != MAS_SPREAD_LOG_STD)
+        return MAS_ERR_BAD_ARGUMENT;
+    const int64_t B = p->means.dim[0], M = p->means.dim[1], J = p->means.dim[2];
+    if (!mas_same_dims(&p->means, &p->spread)) return MAS_ERR_BAD_SHAPE;
+    if (p->log_weights.data &&
+        (p->log_weights.dim[0] != B || p->log_weights.dim[1] != 1 || p->log_weights.dim[2] != M))
+        return MAS_ERR_BAD_SHAPE;
+    if (coef->dim[0] != B || coef->dim[1] != 2 * J + 1 || coef->dim[2] != M)
+        return MAS_ERR_BAD_SHAPE;
+    return MAS_OK;
+}
+
+/* Everything about a log-likelihood call that can be checked without its
+ * values (offsets and lengths are values: checked by the backends). */
+static inline mas_status mas_loglik_check_call(const mas_loglik_args *a) {
+    if (!a) return MAS_ERR_NULL_POINTER;
+    mas_status st = mas_check_tensor(&a->x, MAS_ANY_FLOAT);
+    if (st == MAS_OK) st = mas_check_tensor(&a->coef, mas_accum_dtype(a->x.dtype));
+    if (st == MAS_OK) st = mas_check_tensor(&a->out, mas_accum_dtype(a->x.dtype));
+    if (st == MAS_OK && a->best.data) st = mas_check_tensor(&a->best, MAS_INT32);
+    if (st != MAS_OK) return st;
+    if ((a->flags & ~(uint32_t)MAS_LOGLIK_MAX) != 0 || a->precision < MAS_PRECISION_DEFAULT ||
+        a->precision > MAS_PRECISION_BF16)
+        return MAS_ERR_BAD_ARGUMENT;
+    const int64_t B = a->x.dim[0], N = a->x.dim[1], J = a->x.dim[2], M = a->coef.dim[2];
+    if (a->n_states < 1) return MAS_ERR_BAD_SHAPE;
+    if (!a->offsets && a->n_states != M) return MAS_ERR_BAD_SHAPE;
+    if (a->n_states > M) return MAS_ERR_BAD_SHAPE;
+    if ((a->coef.dim[0] != 1 && a->coef.dim[0] != B) || a->coef.dim[1] != 2 * J + 1)
+        return MAS_ERR_BAD_SHAPE;
+    if (a->out.dim[0] != B || a->out.dim[1] != N || a->out.dim[2] != a->n_states)
+        return MAS_ERR_BAD_SHAPE;
+    if (a->best.data && !mas_same_dims(&a->best, &a->out)) return MAS_ERR_BAD_SHAPE;
+    return MAS_OK;
+}
+
 #endif

@@ -40,7 +40,8 @@ void mas_decode_device_error(uint64_t word, mas_error *err) {
         err->item = -1;
     } else {
         err->status = (int32_t)(word & 0xffu);
-        err->item = (int64_t)(word >> 8);
+        /* MAS_DEVICE_NO_ITEM: an error that is not one item's */
+        err->item = (word >> 8) == (MAS_DEVICE_NO_ITEM >> 8) ? -1 : (int64_t)(word >> 8);
     }
     err->reserved_ = 0;
 }

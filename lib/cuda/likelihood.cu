@@ -1,22 +1,198 @@
-/* Placeholder until the CUDA likelihood kernels land: same answers as a
- * build without CUDA. */
+/* Likelihoods on CUDA (mas.h section 6): host entry points and the
+ * coefficient kernel. The log-likelihood kernel is in loglik_kernel.cuh.
+ * Device properties and kernel attributes are read once per device, so a
+ * call costs only its checks and its launch; no synchronisation, no
+ * allocation (safe under graph capture). */
+#include <cuda_runtime.h>
+
+#include "common/checks.h"
+#include "common/gauss_coef.h"
+#include "cuda/loglik_kernel.cuh"
 #include "mas.h"
+
+using namespace mas_cuda;
+
+namespace {
+
+constexpr int kMaxDevices = 64;
+
+/* Per device: multiprocessors, the opt-in shared memory of a block, and which
+ * kernels had their shared-memory limit raised (bit per kernel variant). */
+struct DeviceInfo {
+    int sms = 0, smem_optin = 0;
+    unsigned raised = 0;
+};
+DeviceInfo g_devices[kMaxDevices];
+
+mas_status device_info(DeviceInfo **out) {
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= kMaxDevices) return MAS_ERR_CUDA;
+    DeviceInfo *d = &g_devices[dev];
+    if (d->sms == 0) {
+        int sms = 0, smem = 0;
+        if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) !=
+                cudaSuccess)
+            return MAS_ERR_CUDA;
+        d->smem_optin = smem;
+        d->sms = sms; /* last: a racing thread sees either 0 or both */
+    }
+    *out = d;
+    return MAS_OK;
+}
+
+/* ---- coefficients --------------------------------------------------------- */
+
+template <typename TC>
+__global__ void gauss_coef_kernel(mas_gauss_params prm, TC *coef, int64_t c0, int64_t c1,
+                                  int64_t c2, uint64_t *error_word) {
+    const int64_t B = prm.means.dim[0], M = prm.means.dim[1], J = prm.means.dim[2];
+    for (int64_t g = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; g < B * M;
+         g += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t b = g / M, k = g % M;
+        const mas_tensor3 &mt = prm.means, &st = prm.spread;
+        double log_w = 0;
+        if (prm.log_weights.data)
+            log_w = load_elem<double>(prm.log_weights.data, prm.log_weights.dtype,
+                                      b * prm.log_weights.stride[0] + k * prm.log_weights.stride[2]);
+        bool ok = mas_gauss_log_weight_ok(log_w);
+        double k_sum = 0;
+        TC *out = coef + b * c0 + k * c2;
+        for (int64_t j = 0; j < J; j++) {
+            double mu = load_elem<double>(mt.data, mt.dtype, b * mt.stride[0] + k * mt.stride[1] + j * mt.stride[2]);
+            double sp = load_elem<double>(st.data, st.dtype, b * st.stride[0] + k * st.stride[1] + j * st.stride[2]);
+            double a = 0, bb = 0, kt = 0;
+            if (!mas_gauss_coef_dim(mu, sp, prm.spread_kind, &a, &bb, &kt)) ok = false;
+            k_sum = __dadd_rn(k_sum, kt);
+            out[(1 + j) * c1] = (TC)a;
+            out[(1 + J + j) * c1] = (TC)bb;
+        }
+        out[0] = (TC)mas_gauss_coef_k(log_w, k_sum);
+        if (!ok) report_error(error_word, g, MAS_ERR_BAD_MODEL);
+    }
+}
+
+/* ---- log-likelihoods -------------------------------------------------------- */
+
+template <typename TA, int TF> size_t loglik_smem(int64_t P, bool mix) {
+    using G = LLGeom<TA, TF>;
+    size_t n = (size_t)P * G::FT + 2 * G::KS * G::GC + (mix ? (size_t)G::FT * (G::GC + 1) : 0);
+    return n * sizeof(TA);
+}
+
+template <typename TA, int TF, bool MIX>
+mas_status launch_loglik(LLParams p, DeviceInfo *dev, int bit, cudaStream_t stream) {
+    using G = LLGeom<TA, TF>;
+    auto kernel = loglik_kernel<TA, TF, MIX>;
+    const size_t smem = loglik_smem<TA, TF>(p.P, MIX);
+    if (smem > (size_t)dev->smem_optin) return MAS_ERR_BAD_SHAPE;
+    if (smem > 48 * 1024 && !(dev->raised & (1u << bit))) {
+        if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 dev->smem_optin) != cudaSuccess)
+            return MAS_ERR_CUDA;
+        dev->raised |= 1u << bit;
+    }
+    /* blocks resident on one multiprocessor, from the shared memory */
+    int per_sm = (int)((size_t)(dev->smem_optin > 0 ? dev->smem_optin : 1) / (smem + 1024));
+    if (per_sm < 1) per_sm = 1;
+    if (per_sm > 8) per_sm = 8;
+    /* Ranges of Gaussians: enough units for several waves, ranges of whole
+     * chunks. */
+    p.ftiles = (p.N + G::FT - 1) / G::FT;
+    const int64_t want = (int64_t)dev->sms * per_sm * 4;
+    int64_t granges = (want + p.B * p.ftiles - 1) / (p.B * p.ftiles);
+    const int64_t chunks = (p.M + G::GC - 1) / G::GC;
+    if (granges > chunks) granges = chunks;
+    if (granges < 1) granges = 1;
+    p.gu = (chunks + granges - 1) / granges * G::GC;
+    p.granges = (p.M + p.gu - 1) / p.gu;
+    const int64_t units = p.B * p.granges * p.ftiles;
+    int64_t grid = units < (int64_t)1 << 30 ? units : (int64_t)1 << 30;
+    kernel<<<(unsigned)grid, kLLThreads, smem, stream>>>(p);
+    return cudaGetLastError() == cudaSuccess ? MAS_OK : MAS_ERR_CUDA;
+}
+
+template <typename TA>
+mas_status dispatch_loglik(const LLParams &p, DeviceInfo *dev, cudaStream_t stream) {
+    const bool mix = p.offsets != nullptr;
+    /* the widest frame tile whose expanded frames fit in shared memory */
+    constexpr int TF_WIDE = sizeof(TA) == 4 ? 8 : 4;
+    const int base = sizeof(TA) == 4 ? 0 : 4;
+    if (loglik_smem<TA, TF_WIDE>(p.P, mix) <= (size_t)dev->smem_optin)
+        return mix ? launch_loglik<TA, TF_WIDE, true>(p, dev, base + 0, stream)
+                   : launch_loglik<TA, TF_WIDE, false>(p, dev, base + 1, stream);
+    return mix ? launch_loglik<TA, 2, true>(p, dev, base + 2, stream)
+               : launch_loglik<TA, 2, false>(p, dev, base + 3, stream);
+}
+
+} // namespace
 
 extern "C" mas_status mas_gauss_coef_cuda(const mas_gauss_params *params,
                                           const mas_tensor3 *coef, void *stream,
                                           uint64_t *error_word) {
-    (void)params; (void)coef; (void)stream; (void)error_word;
-    return MAS_ERR_NO_CUDA;
+    mas_status st = mas_gauss_coef_check_call(params, coef);
+    if (st != MAS_OK) return st;
+    DeviceInfo *dev = nullptr;
+    if ((st = device_info(&dev)) != MAS_OK) return st;
+    const int64_t total = params->means.dim[0] * params->means.dim[1];
+    int64_t blocks = (total + 255) / 256;
+    if (blocks > (int64_t)dev->sms * 32) blocks = (int64_t)dev->sms * 32;
+    cudaStream_t s = (cudaStream_t)stream;
+    if (coef->dtype == MAS_FLOAT32)
+        gauss_coef_kernel<float><<<(unsigned)blocks, 256, 0, s>>>(
+            *params, (float *)coef->data, coef->stride[0], coef->stride[1], coef->stride[2],
+            error_word);
+    else
+        gauss_coef_kernel<double><<<(unsigned)blocks, 256, 0, s>>>(
+            *params, (double *)coef->data, coef->stride[0], coef->stride[1], coef->stride[2],
+            error_word);
+    return cudaGetLastError() == cudaSuccess ? MAS_OK : MAS_ERR_CUDA;
 }
 
 extern "C" size_t mas_loglik_cuda_workspace_size(const mas_loglik_args *args) {
     (void)args;
-    return 0;
+    return 0; /* no scratch memory: the per-Gaussian scores stay on chip */
 }
 
 extern "C" mas_status mas_loglik_cuda(const mas_loglik_args *args, void *workspace,
                                       size_t workspace_size, void *stream,
                                       uint64_t *error_word) {
-    (void)args; (void)workspace; (void)workspace_size; (void)stream; (void)error_word;
-    return MAS_ERR_NO_CUDA;
+    (void)workspace;
+    (void)workspace_size;
+    mas_status st = mas_loglik_check_call(args);
+    if (st != MAS_OK) return st;
+    DeviceInfo *dev = nullptr;
+    if ((st = device_info(&dev)) != MAS_OK) return st;
+    LLParams p = {};
+    p.x = args->x.data;
+    p.x_dtype = args->x.dtype;
+    p.xs0 = args->x.stride[0];
+    p.xs1 = args->x.stride[1];
+    p.xs2 = args->x.stride[2];
+    p.B = args->x.dim[0];
+    p.N = args->x.dim[1];
+    p.J = args->x.dim[2];
+    p.P = 2 * p.J + 1;
+    p.M = args->coef.dim[2];
+    p.n_states = args->n_states;
+    p.coef = args->coef.data;
+    p.cs0 = args->coef.dim[0] == 1 ? 0 : args->coef.stride[0];
+    p.cs1 = args->coef.stride[1];
+    p.cs2 = args->coef.stride[2];
+    p.offsets = args->offsets;
+    p.n_len = args->n_len;
+    p.s_len = args->s_len;
+    p.out = args->out.data;
+    p.os0 = args->out.stride[0];
+    p.os1 = args->out.stride[1];
+    p.os2 = args->out.stride[2];
+    p.best = (int32_t *)args->best.data;
+    p.bs0 = args->best.stride[0];
+    p.bs1 = args->best.stride[1];
+    p.bs2 = args->best.stride[2];
+    p.max_mode = (args->flags & MAS_LOGLIK_MAX) != 0;
+    p.error_word = error_word;
+    cudaStream_t s = (cudaStream_t)stream;
+    return args->x.dtype == MAS_FLOAT64 ? dispatch_loglik<double>(p, dev, s)
+                                        : dispatch_loglik<float>(p, dev, s);
 }

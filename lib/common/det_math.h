@@ -1,0 +1,83 @@
+/* exp and log in float64 that give the same bits on the CPU and on CUDA.
+ *
+ * The C library's exp/log and CUDA's differ in the last bit now and then, and
+ * the Gaussian coefficients (mas_gauss_coef_*) must not: a one-Gaussian state
+ * scores the same bits on both backends only if its coefficients are the
+ * same bits. So both backends compute them with these functions, which use
+ * only IEEE operations that every conforming implementation rounds alike
+ * (+, *, /, fma, rint, frexp, ldexp), each written out so that no compiler
+ * may fuse or reorder them (nvcc contracts a*b+c into an fma by default:
+ * DM_MUL/DM_ADD forbid it on the device; C11 without -ffp-contract=fast does
+ * not contract). Accuracy: a few ulp of float64, far below what rounding to
+ * float32 keeps. Plain C, includable from CUDA sources. */
+#ifndef MAS_COMMON_DET_MATH_H
+#define MAS_COMMON_DET_MATH_H
+
+#include <math.h>
+
+#if defined(__CUDACC__)
+#define DM_FN static __host__ __device__ __forceinline__
+#if defined(__CUDA_ARCH__)
+#define DM_MUL(a, b) __dmul_rn((a), (b))
+#define DM_ADD(a, b) __dadd_rn((a), (b))
+#else
+#define DM_MUL(a, b) ((a) * (b))
+#define DM_ADD(a, b) ((a) + (b))
+#endif
+#else
+#define DM_FN static inline
+#define DM_MUL(a, b) ((a) * (b))
+#define DM_ADD(a, b) ((a) + (b))
+#endif
+
+/* e^x: x = n ln2 + r with |r| <= ln2/2 (Cody-Waite, ln2 in two parts), e^r
+ * by its Taylor polynomial to degree 13 (error < 2e-17 on that range), then
+ * scaled by 2^n. */
+DM_FN double mas_det_exp(double x) {
+    if (x != x) return x;
+    if (x > 709.782712893384) return HUGE_VAL;
+    if (x < -745.2) return 0.0;
+    const double log2e = 1.4426950408889634, ln2_hi = 6.93147180369123816490e-01,
+                 ln2_lo = 1.90821492927058770002e-10;
+    double n = rint(DM_MUL(x, log2e));
+    double r = fma(-n, ln2_hi, x);
+    r = fma(-n, ln2_lo, r);
+    /* 1/k! for k = 13 down to 2 */
+    static const double inv_fact[12] = {
+        1.6059043836821613e-10, 2.08767569878680990e-09, 2.50521083854417188e-08,
+        2.75573192239858907e-07, 2.75573192239858907e-06, 2.48015873015873016e-05,
+        1.98412698412698413e-04, 1.38888888888888894e-03, 8.33333333333333322e-03,
+        4.16666666666666644e-02, 1.66666666666666657e-01, 0.5};
+    double p = inv_fact[0];
+    for (int k = 1; k < 12; k++) p = fma(p, r, inv_fact[k]);
+    p = fma(p, r, 1.0);
+    p = fma(p, r, 1.0);
+    /* 2^n in two steps so that n down to -1075 (subnormal results) is exact */
+    int e = (int)n;
+    if (e < -1000) return ldexp(ldexp(p, e + 1000), -1000);
+    return ldexp(p, e);
+}
+
+/* log(x) for x > 0: x = m 2^e with m in [sqrt(1/2), sqrt(2)), log m =
+ * 2 atanh(s), s = (m-1)/(m+1), |s| <= 0.1716, by its series to s^27. */
+DM_FN double mas_det_log(double x) {
+    if (x != x || x < 0) return NAN;
+    if (x == 0) return -HUGE_VAL;
+    if (x == HUGE_VAL) return x;
+    int e;
+    double m = frexp(x, &e); /* m in [0.5, 1) */
+    if (m < 0.70710678118654752) {
+        m = DM_MUL(m, 2.0);
+        e -= 1;
+    }
+    double s = (m - 1.0) / (m + 1.0);
+    double s2 = DM_MUL(s, s);
+    /* 1/(2k+1) for k = 13 down to 1 */
+    double p = 1.0 / 27.0;
+    for (int k = 12; k >= 1; k--) p = fma(p, s2, 1.0 / (double)(2 * k + 1));
+    double log_m = DM_MUL(DM_MUL(2.0, s), fma(p, s2, 1.0));
+    const double ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10;
+    return DM_ADD(fma((double)e, ln2_hi, log_m), DM_MUL((double)e, ln2_lo));
+}
+
+#endif

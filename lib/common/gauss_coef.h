@@ -1,0 +1,46 @@
+/* The coefficients of one diagonal Gaussian (mas.h section 6), the same
+ * float64 arithmetic on the CPU and on CUDA (det_math.h), so that both
+ * backends round the same coefficients and hence score the same bits:
+ *   per dimension: inv = 1/var, a = mu*inv, b = -0.5*inv,
+ *                  k = log(2 pi) + log var + mu*mu*inv;
+ *   K = log w + (-0.5) * (k_0 + k_1 + ... in increasing j).
+ * Plain C, includable from CUDA sources. */
+#ifndef MAS_COMMON_GAUSS_COEF_H
+#define MAS_COMMON_GAUSS_COEF_H
+
+#include "common/det_math.h"
+#include "mas.h"
+
+#define MAS_LOG_2PI 1.8378770664093454836
+
+/* One dimension of a Gaussian: a, b and its term of K. Returns 0 when the
+ * parameters are out of range (NaN/inf mean or spread, variance <= 0, or a
+ * log-std whose variance over- or underflows float64). */
+DM_FN int mas_gauss_coef_dim(double mu, double spread, int32_t kind, double *a, double *b,
+                             double *k_term) {
+    double inv, log_var;
+    if (!(mu - mu == 0) || !(spread - spread == 0)) return 0; /* NaN or inf */
+    if (kind == MAS_SPREAD_VARIANCE) {
+        if (!(spread > 0)) return 0;
+        inv = 1.0 / spread;
+        log_var = mas_det_log(spread);
+    } else {
+        inv = mas_det_exp(DM_MUL(-2.0, spread));
+        log_var = DM_MUL(2.0, spread);
+    }
+    if (!(inv > 0) || !(inv - inv == 0)) return 0;
+    *a = DM_MUL(mu, inv);
+    *b = DM_MUL(-0.5, inv);
+    *k_term = DM_ADD(DM_ADD(MAS_LOG_2PI, log_var), DM_MUL(DM_MUL(mu, mu), inv));
+    return 1;
+}
+
+/* K from the log weight and the sum of the k terms. */
+DM_FN double mas_gauss_coef_k(double log_w, double k_sum) {
+    return DM_ADD(log_w, DM_MUL(-0.5, k_sum));
+}
+
+/* A log weight is valid unless NaN or +inf (-inf: a Gaussian of weight 0). */
+DM_FN int mas_gauss_log_weight_ok(double log_w) { return log_w == log_w && log_w < HUGE_VAL; }
+
+#endif
