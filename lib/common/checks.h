@@ -98,7 +98,8 @@ static inline mas_status mas_loglik_check_call(const mas_loglik_args *a) {
         return MAS_ERR_BAD_SHAPE;
     if (a->out.dim[0] != B || a->out.dim[1] != N || a->out.dim[2] != a->n_states)
         return MAS_ERR_BAD_SHAPE;
-    if (a->best.data && !mas_same_dims(&a->best, &a->out)) return MAS_ERR_BAD_SHAPE;
+    if (a->best.data && (!mas_same_dims(&a->best, &a->out) || M > INT32_MAX))
+        return MAS_ERR_BAD_SHAPE; /* best holds int32 Gaussian indices */
     return MAS_OK;
 }
 

@@ -74,32 +74,30 @@ __global__ void gauss_coef_kernel(mas_gauss_params prm, TC *coef, int64_t c0, in
 
 /* ---- log-likelihoods -------------------------------------------------------- */
 
-template <typename TA, int TF> size_t loglik_smem(int64_t P, bool mix) {
+template <typename TA, int TF> size_t loglik_smem(bool mix) {
     using G = LLGeom<TA, TF>;
-    size_t n = (size_t)P * G::FT + 2 * G::KS * G::GC + (mix ? (size_t)G::FT * (G::GC + 1) : 0);
+    size_t n = 2 * (size_t)G::KS * (G::FT + G::GC) + 2 * G::GC +
+               (mix ? (size_t)G::FT * (G::GC + 1) : 0);
     return n * sizeof(TA);
 }
 
-template <typename TA, int TF, bool MIX>
+template <typename TA, typename TX, int TF, bool MIX>
 mas_status launch_loglik(LLParams p, DeviceInfo *dev, int bit, cudaStream_t stream) {
     using G = LLGeom<TA, TF>;
-    auto kernel = loglik_kernel<TA, TF, MIX>;
-    const size_t smem = loglik_smem<TA, TF>(p.P, MIX);
-    if (smem > (size_t)dev->smem_optin) return MAS_ERR_BAD_SHAPE;
+    auto kernel = loglik_kernel<TA, TX, TF, MIX>;
+    const size_t smem = loglik_smem<TA, TF>(MIX);
+    if (smem > (size_t)dev->smem_optin) return MAS_ERR_CUDA;
     if (smem > 48 * 1024 && !(dev->raised & (1u << bit))) {
         if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 dev->smem_optin) != cudaSuccess)
+                                 (int)smem) != cudaSuccess)
             return MAS_ERR_CUDA;
         dev->raised |= 1u << bit;
     }
-    /* blocks resident on one multiprocessor, from the shared memory */
-    int per_sm = (int)((size_t)(dev->smem_optin > 0 ? dev->smem_optin : 1) / (smem + 1024));
-    if (per_sm < 1) per_sm = 1;
-    if (per_sm > 8) per_sm = 8;
-    /* Ranges of Gaussians: enough units for several waves, ranges of whole
-     * chunks. */
+    /* ranges of
+     * Gaussians of whole chunks, enough units for several waves */
+    p.slices = (2 * p.J + G::KS - 1) / G::KS;
     p.ftiles = (p.N + G::FT - 1) / G::FT;
-    const int64_t want = (int64_t)dev->sms * per_sm * 4;
+    const int64_t want = (int64_t)dev->sms * 8;
     int64_t granges = (want + p.B * p.ftiles - 1) / (p.B * p.ftiles);
     const int64_t chunks = (p.M + G::GC - 1) / G::GC;
     if (granges > chunks) granges = chunks;
@@ -112,17 +110,11 @@ mas_status launch_loglik(LLParams p, DeviceInfo *dev, int bit, cudaStream_t stre
     return cudaGetLastError() == cudaSuccess ? MAS_OK : MAS_ERR_CUDA;
 }
 
-template <typename TA>
-mas_status dispatch_loglik(const LLParams &p, DeviceInfo *dev, cudaStream_t stream) {
-    const bool mix = p.offsets != nullptr;
-    /* the widest frame tile whose expanded frames fit in shared memory */
-    constexpr int TF_WIDE = sizeof(TA) == 4 ? 8 : 4;
-    const int base = sizeof(TA) == 4 ? 0 : 4;
-    if (loglik_smem<TA, TF_WIDE>(p.P, mix) <= (size_t)dev->smem_optin)
-        return mix ? launch_loglik<TA, TF_WIDE, true>(p, dev, base + 0, stream)
-                   : launch_loglik<TA, TF_WIDE, false>(p, dev, base + 1, stream);
-    return mix ? launch_loglik<TA, 2, true>(p, dev, base + 2, stream)
-               : launch_loglik<TA, 2, false>(p, dev, base + 3, stream);
+template <typename TA, typename TX>
+mas_status dispatch_loglik(const LLParams &p, DeviceInfo *dev, int bit, cudaStream_t stream) {
+    constexpr int TF = sizeof(TA) == 4 ? 8 : 4;
+    return p.offsets ? launch_loglik<TA, TX, TF, true>(p, dev, 2 * bit, stream)
+                     : launch_loglik<TA, TX, TF, false>(p, dev, 2 * bit + 1, stream);
 }
 
 } // namespace
@@ -172,7 +164,6 @@ extern "C" mas_status mas_loglik_cuda(const mas_loglik_args *args, void *workspa
     p.B = args->x.dim[0];
     p.N = args->x.dim[1];
     p.J = args->x.dim[2];
-    p.P = 2 * p.J + 1;
     p.M = args->coef.dim[2];
     p.n_states = args->n_states;
     p.coef = args->coef.data;
@@ -193,6 +184,10 @@ extern "C" mas_status mas_loglik_cuda(const mas_loglik_args *args, void *workspa
     p.max_mode = (args->flags & MAS_LOGLIK_MAX) != 0;
     p.error_word = error_word;
     cudaStream_t s = (cudaStream_t)stream;
-    return args->x.dtype == MAS_FLOAT64 ? dispatch_loglik<double>(p, dev, s)
-                                        : dispatch_loglik<float>(p, dev, s);
+    switch (args->x.dtype) {
+    case MAS_FLOAT64: return dispatch_loglik<double, double>(p, dev, 0, s);
+    case MAS_FLOAT16: return dispatch_loglik<float, __half>(p, dev, 1, s);
+    case MAS_BFLOAT16: return dispatch_loglik<float, __nv_bfloat16>(p, dev, 2, s);
+    default: return dispatch_loglik<float, float>(p, dev, 3, s);
+    }
 }

@@ -6,20 +6,22 @@
  * Work: a unit is (item, a tile of FT frames, a range of Gaussians). The
  * range is cut at state boundaries: a unit owns the states whose first
  * Gaussian lies in its range (a binary search of the offsets), so no state
- * is split between blocks. A block of 128 threads takes units in turn:
- *   - the tile's expanded frames e = [1, x, x*x] go to shared memory once
- *     ([P][FT], rows of frames), converted from any dtype and strides;
- *   - the unit's Gaussians are walked in chunks of GC; for each chunk the
- *     coefficient rows stream through shared memory in slices of KS rows
- *     (two buffers, the next slice in registers while this one is used), and
- *     every thread keeps TF frames x TG Gaussians of scores in registers, each
- *     the chain acc = coef[0]; acc = fma(e[r], coef[r], acc) for r = 1..2J
- *     in order (the bits the CPU gives for the same coefficients);
- *   - one Gaussian per state: the scores are the outputs, stored from the
- *     registers; a mixture: the chunk's scores go to shared memory and one
- *     thread per frame walks them state by state (max, then the sum of
- *     exponentials; a state running over chunks keeps a running max and
- *     sum in the thread's registers) and writes each state once.
+ * is split between blocks. A block of 256 threads takes units in turn and
+ * walks a unit's Gaussians in chunks of GC. Per chunk it is a matrix product
+ * with a short inner dimension: every thread keeps TF frames x TG Gaussians
+ * of scores in registers, starts them at K (row 0 of the coefficients) and
+ * adds the rows r = 1..2J in order, acc = fma(e[r], coef[r], acc), with
+ * e = [x, x*x] (the bits the CPU gives for the same coefficients). Both
+ * operands stream through shared memory in slices of KS rows (two buffers;
+ * the next slice, of this chunk or the next, waits in registers while this
+ * one is used); e is made on the way in from x of any dtype and strides.
+ * Rows past 2J (padding to whole slices) are zeros and change nothing.
+ *   - One Gaussian per state: the scores are the outputs, stored from the
+ *     registers (16-byte stores where the output is contiguous).
+ *   - A mixture: the chunk's scores go to shared memory and one thread per
+ *     frame walks them state by state (the max, then the sum of
+ *     exponentials; a state running over chunks keeps a running max and sum
+ *     in registers) and writes each state once.
  * Nothing outside the lengths is read; outputs outside them are written 0
  * (best: -1). */
 #ifndef MAS_CUDA_LOGLIK_KERNEL_CUH
@@ -35,21 +37,24 @@
 
 namespace mas_cuda {
 
-constexpr int kLLThreads = 128;
-/* Thread grid 16 (frames) x 8 (Gaussians); coefficient rows per slice. */
-constexpr int kLLGridF = 16, kLLGridG = 8, kLLSlice = 16;
+constexpr int kLLThreads = 256;
+/* Thread grid 16 (frames) x 16 (Gaussians); rows of e and coef per slice. */
+constexpr int kLLGrid = 16, kLLSlice = 8;
 
-/* TF frames x TG Gaussians a thread: float keeps 64 scores, double 32. */
+/* TF frames x 8 Gaussians a thread: float keeps 64 scores, double 32. */
 template <typename TA, int TF_> struct LLGeom {
     static constexpr int TF = TF_, TG = 8;
-    static constexpr int FT = kLLGridF * TF, GC = kLLGridG * TG, KS = kLLSlice;
+    static constexpr int FT = kLLGrid * TF, GC = kLLGrid * TG, KS = kLLSlice;
+    /* slice elements each thread moves, for e and for coef */
+    static constexpr int EQ = KS * FT / kLLThreads, CQ = KS * GC / kLLThreads;
 };
 
 struct LLParams {
     const void *x;
     int32_t x_dtype;
     int64_t xs0, xs1, xs2; /* strides of x: item, frame, dimension */
-    int64_t B, N, J, P, M, n_states;
+    int64_t B, N, J, M, n_states;
+    int64_t slices;        /* ceil(2J / KS) */
     const void *coef;
     int64_t cs0, cs1, cs2; /* cs0 = 0 for a shared model */
     const int64_t *offsets;
@@ -76,9 +81,23 @@ template <typename TA> __device__ __forceinline__ TA load_elem(const void *base,
 
 __device__ __forceinline__ float ll_fma(float a, float b, float c) { return __fmaf_rn(a, b, c); }
 __device__ __forceinline__ double ll_fma(double a, double b, double c) { return __fma_rn(a, b, c); }
+__device__ __forceinline__ float ll_mul(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ double ll_mul(double a, double b) { return __dmul_rn(a, b); }
 __device__ __forceinline__ float ll_exp(float x) { return exp2f(x * 1.4426950408889634f); }
 __device__ __forceinline__ double ll_exp(double x) { return exp(x); }
 __device__ __forceinline__ float ll_log(float x) { return __logf(x); }
+/* e^x for x <= 0 in a log-sum: ex2.approx, flushing results under 2^-126 */
+__device__ __forceinline__ float ll_fast_exp(float x) { return __expf(x); }
+__device__ __forceinline__ double ll_fast_exp(double x) { return exp(x); }
+/* max that returns NaN when either is NaN */
+__device__ __forceinline__ float ll_max_nan(float a, float b) {
+    float r;
+    asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+}
+__device__ __forceinline__ double ll_max_nan(double a, double b) { return (b > a || b != b) ? b : a; }
+__device__ __forceinline__ float shfl_xor_acc(float v, int o) { return __shfl_xor_sync(kFullMask, v, o); }
+__device__ __forceinline__ double shfl_xor_acc(double v, int o) { return __shfl_xor_sync(kFullMask, v, o); }
 __device__ __forceinline__ double ll_log(double x) { return log(x); }
 
 /* First s in [0, n] with offsets[s] >= g (offsets[n] is M). */
@@ -111,17 +130,28 @@ __device__ void ll_zero(const LLParams &p, int64_t b, int64_t f0, int64_t f1, in
     }
 }
 
-template <typename TA, int TF, bool MIX>
-__global__ void __launch_bounds__(kLLThreads) loglik_kernel(LLParams p) {
+/* 16-byte store of 4 consecutive accumulators (float) or 2 (double). */
+__device__ __forceinline__ void store_vec(float *dst, const float *v4) {
+    *(float4 *)dst = make_float4(v4[0], v4[1], v4[2], v4[3]);
+}
+__device__ __forceinline__ void store_vec(double *dst, const double *v2) {
+    *(double2 *)dst = make_double2(v2[0], v2[1]);
+}
+
+template <typename TA, typename TX, int TF, bool MIX>
+__global__ void __launch_bounds__(kLLThreads, 1) loglik_kernel(LLParams p) {
     using G = LLGeom<TA, TF>;
-    constexpr int FT = G::FT, GC = G::GC, KS = G::KS, TG = G::TG;
+    constexpr int FT = G::FT, GC = G::GC, KS = G::KS, TG = G::TG, EQ = G::EQ, CQ = G::CQ;
+    constexpr int VW = 16 / sizeof(TA); /* accumulators per 16-byte store */
     extern __shared__ __align__(16) unsigned char ll_smem[];
-    TA *e_s = (TA *)ll_smem;                       /* [P][FT] */
-    TA *c_s = e_s + p.P * FT;                      /* [2][KS][GC] */
-    TA *sc_s = c_s + 2 * KS * GC;                  /* [FT][GC+1], mixtures only */
+    TA *e_s = (TA *)ll_smem;          /* [2][KS][FT] */
+    TA *c_s = e_s + 2 * KS * FT;      /* [2][KS][GC] */
+    TA *k_s = c_s + 2 * KS * GC;      /* [2][GC]: row 0 (K) of the chunk */
+    TA *sc_s = k_s + 2 * GC;          /* [FT][GC+1], mixtures only */
     const int tid = threadIdx.x;
-    const int tg = tid % kLLGridG, tf = tid / kLLGridG;
+    const int tg = tid % kLLGrid, tf = tid / kLLGrid;
     const int64_t units = p.B * p.granges * p.ftiles;
+    const int64_t J = p.J, J2 = 2 * p.J;
 
     for (int64_t u = blockIdx.x; u < units; u += gridDim.x) {
         const int64_t ftile = u % p.ftiles, grange = (u / p.ftiles) % p.granges;
@@ -144,9 +174,9 @@ __global__ void __launch_bounds__(kLLThreads) loglik_kernel(LLParams p) {
             s_b = g_hi;
         }
         const int64_t s_end = min(s_b, max(sl, s_a)); /* states computed: [s_a, s_end) */
-        bool ok = true;
         if (MIX) {
             /* the offsets this unit uses must rise within [0, M] */
+            bool ok = true;
             for (int64_t s = s_a; s < s_end; s++)
                 if (!(p.offsets[s] >= 0 && p.offsets[s] < p.offsets[s + 1] &&
                       p.offsets[s + 1] <= p.M))
@@ -167,147 +197,189 @@ __global__ void __launch_bounds__(kLLThreads) loglik_kernel(LLParams p) {
         }
         const int64_t ga = MIX ? p.offsets[s_a] : s_a, gb = MIX ? p.offsets[s_end] : s_end;
         const TA *coef = (const TA *)p.coef + b * p.cs0;
+        const int64_t steps = (gb - ga + GC - 1) / GC * p.slices; /* (chunk, slice) pairs */
 
-        __syncthreads(); /* the previous unit is done with e_s */
-        /* expanded frames: e_s[1+j][f] = x, e_s[1+J+j][f] = x*x; frames past
-         * the length read nothing and hold 0 */
-        {
-            const int64_t total = (int64_t)FT * p.J;
-            const bool frame_fast = llabs(p.xs1) <= llabs(p.xs2);
-            for (int64_t k = tid; k < total; k += kLLThreads) {
-                int64_t fl = frame_fast ? k % FT : k / p.J, j = frame_fast ? k / FT : k % p.J;
-                int64_t f = f0 + fl;
-                TA v = f < f_valid ? load_elem<TA>(p.x, p.x_dtype, b * p.xs0 + f * p.xs1 + j * p.xs2)
-                                   : (TA)0;
-                e_s[(1 + j) * FT + fl] = v;
-                e_s[(1 + p.J + j) * FT + fl] = v * v;
+        /* slice `step` into registers: e rows [1 + k*KS, ...) of the tile's
+         * frames, coef rows likewise of the chunk's Gaussians (and row 0 with
+         * a chunk's first slice); zeros past 2J, the lengths or the chunk.
+         * A thread always moves the same frame and the same Gaussian column. */
+        const int fl = tid % FT, gl = tid % GC;
+        const TX *x_f = (const TX *)p.x + b * p.xs0 + (f0 + fl) * p.xs1;
+        const bool f_ok = f0 + fl < f_valid;
+        TA pe[EQ], pc[CQ], pk = (TA)0;
+        auto fetch = [&](int64_t step) {
+            const int64_t gc = ga + step / p.slices * GC, r0 = 1 + step % p.slices * KS;
+            const bool g_ok = gc + gl < gb;
+            const TA *c_g = coef + (gc + gl) * p.cs2;
+#pragma unroll
+            for (int q = 0; q < EQ; q++) {
+                const int64_t r = r0 + tid / FT + q * (kLLThreads / FT);
+                TA v = (TA)0;
+                if (r <= J2 && f_ok) {
+                    v = widen(x_f[(r <= J ? r - 1 : r - 1 - J) * p.xs2]);
+                    if (r > J) v = ll_mul(v, v);
+                }
+                pe[q] = v;
             }
-        }
+#pragma unroll
+            for (int q = 0; q < CQ; q++) {
+                const int64_t r = r0 + tid / GC + q * (kLLThreads / GC);
+                pc[q] = (r <= J2 && g_ok) ? c_g[r * p.cs1] : (TA)0;
+            }
+            if (r0 == 1 && tid < GC) pk = g_ok ? c_g[0] : (TA)0;
+        };
+        auto stash = [&](int64_t step) {
+            const int buf = (int)(step & 1);
+#pragma unroll
+            for (int q = 0; q < EQ; q++) e_s[buf * KS * FT + tid + q * kLLThreads] = pe[q];
+#pragma unroll
+            for (int q = 0; q < CQ; q++) c_s[buf * KS * GC + tid + q * kLLThreads] = pc[q];
+            if (step % p.slices == 0 && tid < GC) k_s[(step / p.slices & 1) * GC + tid] = pk;
+        };
 
         /* reduction state of the thread's frame (mixtures): the open state */
         int64_t cur_s = s_a, cur_begin = ga, cur_end = MIX ? p.offsets[s_a + 1] : 0;
         TA run_m = neg_inf<TA>(), run_l = (TA)0;
         int32_t run_best = -1;
+        TA acc[TF][TG];
 
-        for (int64_t gc = ga; gc < gb; gc += GC) {
-            const int64_t ng = min((int64_t)GC, gb - gc);
-            TA acc[TF][TG];
-            TA pre[KS * GC / kLLThreads];
-            const int64_t slices = (p.P + KS - 1) / KS;
-            auto fetch = [&](int64_t r0) {
+        fetch(0);
+        __syncthreads(); /* the previous unit is done with the buffers */
+        stash(0);
+        for (int64_t step = 0; step < steps; step++) {
+            const int buf = (int)(step & 1);
+            const int64_t chunk = step / p.slices, slice = step % p.slices;
+            const int64_t gc = ga + chunk * GC;
+            __syncthreads(); /* slice `step` is visible */
+            if (step + 1 < steps) fetch(step + 1);
+            if (slice == 0) {
+                const TA *ks = k_s + (chunk & 1) * GC + tg * TG;
 #pragma unroll
-                for (int q = 0; q < KS * GC / kLLThreads; q++) {
-                    int idx = tid + q * kLLThreads, rr = idx / GC, gl = idx % GC;
-                    int64_t r = r0 + rr;
-                    pre[q] = (r < p.P && gl < ng) ? coef[r * p.cs1 + (gc + gl) * p.cs2] : (TA)0;
+                for (int j = 0; j < TG; j++) {
+                    const TA k = ks[j];
+#pragma unroll
+                    for (int i = 0; i < TF; i++) acc[i][j] = k;
                 }
-            };
-            auto stash = [&](int buf) {
-#pragma unroll
-                for (int q = 0; q < KS * GC / kLLThreads; q++)
-                    c_s[buf * KS * GC + tid + q * kLLThreads] = pre[q];
-            };
-            fetch(0);
-            __syncthreads(); /* e_s written; c_s free */
-            stash(0);
-            for (int64_t sl_i = 0; sl_i < slices; sl_i++) {
-                const int buf = (int)(sl_i & 1);
-                __syncthreads(); /* slice sl_i visible */
-                if (sl_i + 1 < slices) fetch((sl_i + 1) * KS);
-                const TA *cs = c_s + buf * KS * GC + tg * TG;
-                const int64_t r0 = sl_i * KS;
-                const int rows = (int)min((int64_t)KS, p.P - r0);
-                int rr = 0;
-                if (r0 == 0) {
-#pragma unroll
-                    for (int j = 0; j < TG; j++) {
-                        TA c = cs[j];
-#pragma unroll
-                        for (int i = 0; i < TF; i++) acc[i][j] = c;
-                    }
-                    rr = 1;
-                }
-                const TA *es = e_s + r0 * FT + tf * TF;
-                if (rows == KS && rr == 0) {
-#pragma unroll
-                    for (int r = 0; r < KS; r++) {
-                        TA ev[TF], cv[TG];
-#pragma unroll
-                        for (int i = 0; i < TF; i++) ev[i] = es[r * FT + i];
-#pragma unroll
-                        for (int j = 0; j < TG; j++) cv[j] = cs[r * GC + j];
-#pragma unroll
-                        for (int i = 0; i < TF; i++)
-#pragma unroll
-                            for (int j = 0; j < TG; j++) acc[i][j] = ll_fma(ev[i], cv[j], acc[i][j]);
-                    }
-                } else {
-                    for (int r = rr; r < rows; r++) {
-                        TA ev[TF], cv[TG];
-#pragma unroll
-                        for (int i = 0; i < TF; i++) ev[i] = es[r * FT + i];
-#pragma unroll
-                        for (int j = 0; j < TG; j++) cv[j] = cs[r * GC + j];
-#pragma unroll
-                        for (int i = 0; i < TF; i++)
-#pragma unroll
-                            for (int j = 0; j < TG; j++) acc[i][j] = ll_fma(ev[i], cv[j], acc[i][j]);
-                    }
-                }
-                if (sl_i + 1 < slices) stash(buf ^ 1);
             }
+            const TA *es = e_s + buf * KS * FT + tf * TF;
+            const TA *cs = c_s + buf * KS * GC + tg * TG;
+#pragma unroll
+            for (int r = 0; r < KS; r++) {
+                TA ev[TF], cv[TG];
+#pragma unroll
+                for (int i = 0; i < TF; i++) ev[i] = es[r * FT + i];
+#pragma unroll
+                for (int j = 0; j < TG; j++) cv[j] = cs[r * GC + j];
+#pragma unroll
+                for (int i = 0; i < TF; i++)
+#pragma unroll
+                    for (int j = 0; j < TG; j++) acc[i][j] = ll_fma(ev[i], cv[j], acc[i][j]);
+            }
+            if (step + 1 < steps) stash(step + 1);
+            if (slice != p.slices - 1) continue;
 
+            /* the chunk's scores are complete */
+            const int64_t ng = min((int64_t)GC, gb - gc);
             if constexpr (!MIX) {
                 /* one Gaussian per state: the scores are the outputs */
-#pragma unroll
-                for (int i = 0; i < TF; i++) {
-                    const int64_t f = f0 + tf * TF + i;
-                    if (f >= f_end) continue;
+                const int64_t fb = f0 + tf * TF, gbase = gc + tg * TG;
+                TA *out = (TA *)p.out + b * p.os0;
+                const bool full = fb + TF <= f_valid && gbase + TG - gc <= ng;
+                if (full && !p.best && p.os1 == 1 &&
+                    ((uintptr_t)(out + fb + gbase * p.os2) % 16) == 0 && p.os2 % VW == 0) {
 #pragma unroll
                     for (int j = 0; j < TG; j++) {
-                        const int64_t g = gc + tg * TG + j;
-                        if (g - gc >= ng) continue;
-                        if (f < f_valid) ll_write<TA>(p, b, f, g, acc[i][j], (int32_t)g);
-                        else ll_write<TA>(p, b, f, g, (TA)0, -1);
+                        TA col[TF];
+#pragma unroll
+                        for (int i = 0; i < TF; i++) col[i] = acc[i][j];
+#pragma unroll
+                        for (int i = 0; i < TF; i += VW) store_vec(out + fb + i + (gbase + j) * p.os2, col + i);
                     }
-                }
-            } else {
-            /* a mixture: the chunk's scores through shared memory */
+                } else if (full && !p.best && p.os2 == 1 &&
+                           ((uintptr_t)(out + fb * p.os1 + gbase) % 16) == 0 && p.os1 % VW == 0) {
 #pragma unroll
-            for (int i = 0; i < TF; i++)
+                    for (int i = 0; i < TF; i++)
 #pragma unroll
-                for (int j = 0; j < TG; j++) sc_s[(tf * TF + i) * (GC + 1) + tg * TG + j] = acc[i][j];
-            __syncthreads();
-            if (tid < FT) {
-                const int64_t f = f0 + tid;
-                const TA *row = sc_s + tid * (GC + 1) - gc;
-                int64_t g = gc;
-                while (g < gc + ng) {
-                    const int64_t seg_end = min(cur_end, gc + ng);
-                    /* the segment's max (NaN wins; the lowest index on ties) */
-                    TA m = neg_inf<TA>();
-                    int32_t bi = (int32_t)g;
-                    for (int64_t k = g; k < seg_end; k++) {
-                        TA s = row[k];
-                        if (s > m || (s != s && m == m)) {
-                            m = s;
-                            bi = (int32_t)k;
+                        for (int j = 0; j < TG; j += VW) store_vec(out + (fb + i) * p.os1 + gbase + j, acc[i] + j);
+                } else {
+#pragma unroll
+                    for (int i = 0; i < TF; i++) {
+                        const int64_t f = fb + i;
+                        if (f >= f_end) continue;
+#pragma unroll
+                        for (int j = 0; j < TG; j++) {
+                            const int64_t g = gbase + j;
+                            if (g - gc >= ng) continue;
+                            if (f < f_valid) ll_write<TA>(p, b, f, g, acc[i][j], (int32_t)g);
+                            else ll_write<TA>(p, b, f, g, (TA)0, -1);
                         }
                     }
-                    const bool take = run_best < 0 || m > run_m || (m != m && run_m == run_m);
-                    if (!p.max_mode) {
-                        /* log-add the segment into the running (max, sum) */
-                        const TA ninf = neg_inf<TA>(), pinf = pos_inf<TA>();
-                        if (run_m != run_m) {
-                        } else if (m != m) {
-                            run_m = m;
-                        } else if (m == ninf) {
-                        } else if (m == pinf || run_m == pinf) {
-                            run_m = pinf;
+                }
+                /* frames of the tile past the length: zeros */
+                if (f_valid < f_end) ll_zero<TA>(p, b, f_valid, f_end, gc, gc + ng);
+            } else {
+                /* a mixture: the chunk's scores through shared memory */
+#pragma unroll
+                for (int i = 0; i < TF; i++)
+#pragma unroll
+                    for (int j = 0; j < TG; j++) sc_s[(tf * TF + i) * (GC + 1) + tg * TG + j] = acc[i][j];
+                __syncthreads();
+                {
+                    /* H threads a frame (adjacent lanes), each a slice of
+                     * the chunk's columns; segment results combined by
+                     * shuffles, so every part holds the same running state */
+                    constexpr int H = kLLThreads / FT, W = GC / H;
+                    const int part = tid % H, c_lo = part * W;
+                    const int64_t f = f0 + tid / H;
+                    const TA *row = sc_s + (tid / H) * (GC + 1);
+                    const bool need_arg = p.max_mode || p.best;
+                    int g = 0; /* columns of the chunk */
+                    while (g < ng) {
+                        const int seg_end = (int)min(cur_end - gc, ng);
+                        const int lo = max(g, c_lo), hi = min(seg_end, c_lo + W);
+                        TA m = neg_inf<TA>();
+                        int32_t bi = INT32_MAX;
+                        if (need_arg) {
+                            /* the max; NaN wins, then the lowest index */
+                            for (int k = lo; k < hi; k++) {
+                                const TA s = row[k];
+                                if (bi == INT32_MAX || s > m || (s != s && m == m)) {
+                                    m = s;
+                                    bi = (int32_t)(gc + k);
+                                }
+                            }
+#pragma unroll
+                            for (int o = 1; o < H; o <<= 1) {
+                                const TA om = shfl_xor_acc(m, o);
+                                const int32_t ob = __shfl_xor_sync(kFullMask, bi, o);
+                                const bool mn = m != m, on = om != om;
+                                if (om > m || (on && !mn) || ((om == m || (on && mn)) && ob < bi)) {
+                                    m = om;
+                                    bi = ob;
+                                }
+                            }
                         } else {
+                            for (int k = lo; k < hi; k++) m = ll_max_nan(m, row[k]);
+#pragma unroll
+                            for (int o = 1; o < H; o <<= 1) m = ll_max_nan(m, shfl_xor_acc(m, o));
+                        }
+                        const bool take = run_best < 0 || m > run_m || (m != m && run_m == run_m);
+                        if (!p.max_mode) {
+                            /* log-add the segment into the running (max, sum) */
+                            const TA ninf = neg_inf<TA>(), pinf = pos_inf<TA>();
+                            const bool finite = m > ninf && m < pinf;
                             TA l = (TA)0;
-                            for (int64_t k = g; k < seg_end; k++) l += ll_exp(row[k] - m);
-                            if (run_m == ninf) {
+                            if (finite)
+                                for (int k = lo; k < hi; k++) l += ll_fast_exp(row[k] - m);
+#pragma unroll
+                            for (int o = 1; o < H; o <<= 1) l += shfl_xor_acc(l, o);
+                            if (run_m != run_m) {
+                            } else if (m != m) {
+                                run_m = m;
+                            } else if (m == ninf) {
+                            } else if (m == pinf || run_m == pinf) {
+                                run_m = pinf;
+                            } else if (run_m == ninf) {
                                 run_m = m;
                                 run_l = l;
                             } else {
@@ -315,32 +387,32 @@ __global__ void __launch_bounds__(kLLThreads) loglik_kernel(LLParams p) {
                                 run_l = run_l * ll_exp(run_m - nm) + l * ll_exp(m - nm);
                                 run_m = nm;
                             }
+                        } else if (take) {
+                            run_m = m;
                         }
-                    } else if (take) {
-                        run_m = m;
-                    }
-                    if (take) run_best = bi;
-                    if (seg_end == cur_end) {
-                        /* the state is complete */
-                        if (f < f_end) {
-                            TA v = run_m;
-                            if (!p.max_mode && cur_end - cur_begin > 1 && run_m > neg_inf<TA>() &&
-                                run_m < pos_inf<TA>())
-                                v = run_m + ll_log(run_l);
-                            if (f < f_valid) ll_write<TA>(p, b, f, cur_s, v, run_best);
-                            else ll_write<TA>(p, b, f, cur_s, (TA)0, -1);
+                        if (take) run_best = bi;
+                        if (gc + seg_end == cur_end) {
+                            /* the state is complete */
+                            if (part == 0 && f < f_end) {
+                                TA v = run_m;
+                                if (!p.max_mode && cur_end - cur_begin > 1 && run_m > neg_inf<TA>() &&
+                                    run_m < pos_inf<TA>())
+                                    v = run_m + ll_log(run_l);
+                                if (f < f_valid) ll_write<TA>(p, b, f, cur_s, v, run_best);
+                                else ll_write<TA>(p, b, f, cur_s, (TA)0, -1);
+                            }
+                            cur_s++;
+                            cur_begin = cur_end;
+                            cur_end = cur_s < s_end ? p.offsets[cur_s + 1] : cur_end;
+                            run_m = neg_inf<TA>();
+                            run_l = (TA)0;
+                            run_best = -1;
                         }
-                        cur_s++;
-                        cur_begin = cur_end;
-                        cur_end = cur_s < s_end ? p.offsets[cur_s + 1] : cur_end;
-                        run_m = neg_inf<TA>();
-                        run_l = (TA)0;
-                        run_best = -1;
+                        g = seg_end;
                     }
-                    g = seg_end;
                 }
-            }
-            __syncthreads(); /* sc_s free for the next chunk */
+                /* sc_s is read again only after the next chunk's slices,
+                 * each behind a barrier */
             }
         }
     }
