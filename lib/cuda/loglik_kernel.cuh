@@ -130,12 +130,16 @@ __device__ void ll_zero(const LLParams &p, int64_t b, int64_t f0, int64_t f1, in
     }
 }
 
-/* 16-byte store of 4 consecutive accumulators (float) or 2 (double). */
-__device__ __forceinline__ void store_vec(float *dst, const float *v4) {
-    *(float4 *)dst = make_float4(v4[0], v4[1], v4[2], v4[3]);
+/* 16-byte store of 4 consecutive accumulators (float) or 2 (double), dst
+ * 16-byte aligned global memory. In PTX: written as a float4 store, the
+ * compiler split it into four. */
+__device__ __forceinline__ void store_vec(float *dst, const float *v) {
+    asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(dst), "f"(v[0]), "f"(v[1]),
+                 "f"(v[2]), "f"(v[3])
+                 : "memory");
 }
-__device__ __forceinline__ void store_vec(double *dst, const double *v2) {
-    *(double2 *)dst = make_double2(v2[0], v2[1]);
+__device__ __forceinline__ void store_vec(double *dst, const double *v) {
+    asm volatile("st.global.v2.f64 [%0], {%1, %2};" ::"l"(dst), "d"(v[0]), "d"(v[1]) : "memory");
 }
 
 template <typename TA, typename TX, int TF, bool MIX>
@@ -150,6 +154,12 @@ __global__ void __launch_bounds__(kLLThreads, 1) loglik_kernel(LLParams p) {
     TA *sc_s = k_s + 2 * GC;          /* [FT][GC+1], mixtures only */
     const int tid = threadIdx.x;
     const int tg = tid % kLLGrid, tf = tid / kLLGrid;
+    /* A thread's frames and Gaussians come in two runs of half its tile,
+     * half a block apart, so a warp's 16-byte shared-memory reads of one
+     * row are contiguous (no bank conflicts) and its stores coalesce. */
+    constexpr int HF = TF / 2, HG = TG / 2;
+    auto FI = [&](int i) { return i < HF ? tf * HF + i : FT / 2 + tf * HF + i - HF; };
+    auto GJ = [&](int j) { return j < HG ? tg * HG + j : GC / 2 + tg * HG + j - HG; };
     const int64_t units = p.B * p.granges * p.ftiles;
     const int64_t J = p.J, J2 = 2 * p.J;
 
@@ -207,8 +217,11 @@ __global__ void __launch_bounds__(kLLThreads, 1) loglik_kernel(LLParams p) {
         const TX *x_f = (const TX *)p.x + b * p.xs0 + (f0 + fl) * p.xs1;
         const bool f_ok = f0 + fl < f_valid;
         TA pe[EQ], pc[CQ], pk = (TA)0;
-        auto fetch = [&](int64_t step) {
-            const int64_t gc = ga + step / p.slices * GC, r0 = 1 + step % p.slices * KS;
+        /* (chunk, slice) pairs are counted, not divided out of a step index:
+         * a 64-bit division is a long software routine on the GPU */
+        const int slices = (int)p.slices;
+        auto fetch = [&](int64_t chunk, int slice) {
+            const int64_t gc = ga + chunk * GC, r0 = 1 + (int64_t)slice * KS;
             const bool g_ok = gc + gl < gb;
             const TA *c_g = coef + (gc + gl) * p.cs2;
 #pragma unroll
@@ -228,13 +241,13 @@ __global__ void __launch_bounds__(kLLThreads, 1) loglik_kernel(LLParams p) {
             }
             if (r0 == 1 && tid < GC) pk = g_ok ? c_g[0] : (TA)0;
         };
-        auto stash = [&](int64_t step) {
+        auto stash = [&](int64_t step, int64_t chunk, int slice) {
             const int buf = (int)(step & 1);
 #pragma unroll
             for (int q = 0; q < EQ; q++) e_s[buf * KS * FT + tid + q * kLLThreads] = pe[q];
 #pragma unroll
             for (int q = 0; q < CQ; q++) c_s[buf * KS * GC + tid + q * kLLThreads] = pc[q];
-            if (step % p.slices == 0 && tid < GC) k_s[(step / p.slices & 1) * GC + tid] = pk;
+            if (slice == 0 && tid < GC) k_s[(chunk & 1) * GC + tid] = pk;
         };
 
         /* reduction state of the thread's frame (mixtures): the open state */
@@ -243,73 +256,84 @@ __global__ void __launch_bounds__(kLLThreads, 1) loglik_kernel(LLParams p) {
         int32_t run_best = -1;
         TA acc[TF][TG];
 
-        fetch(0);
+        fetch(0, 0);
         __syncthreads(); /* the previous unit is done with the buffers */
-        stash(0);
+        stash(0, 0, 0);
+        int64_t chunk = 0;
+        int slice = 0;
         for (int64_t step = 0; step < steps; step++) {
             const int buf = (int)(step & 1);
-            const int64_t chunk = step / p.slices, slice = step % p.slices;
+            const int64_t next_chunk = slice + 1 == slices ? chunk + 1 : chunk;
+            const int next_slice = slice + 1 == slices ? 0 : slice + 1;
             const int64_t gc = ga + chunk * GC;
             __syncthreads(); /* slice `step` is visible */
-            if (step + 1 < steps) fetch(step + 1);
+            if (step + 1 < steps) fetch(next_chunk, next_slice);
             if (slice == 0) {
-                const TA *ks = k_s + (chunk & 1) * GC + tg * TG;
+                const TA *ks = k_s + (chunk & 1) * GC;
 #pragma unroll
                 for (int j = 0; j < TG; j++) {
-                    const TA k = ks[j];
+                    const TA k = ks[GJ(j)];
 #pragma unroll
                     for (int i = 0; i < TF; i++) acc[i][j] = k;
                 }
             }
-            const TA *es = e_s + buf * KS * FT + tf * TF;
-            const TA *cs = c_s + buf * KS * GC + tg * TG;
+            const TA *es = e_s + buf * KS * FT;
+            const TA *cs = c_s + buf * KS * GC;
 #pragma unroll
             for (int r = 0; r < KS; r++) {
                 TA ev[TF], cv[TG];
 #pragma unroll
-                for (int i = 0; i < TF; i++) ev[i] = es[r * FT + i];
+                for (int i = 0; i < TF; i++) ev[i] = es[r * FT + FI(i)];
 #pragma unroll
-                for (int j = 0; j < TG; j++) cv[j] = cs[r * GC + j];
+                for (int j = 0; j < TG; j++) cv[j] = cs[r * GC + GJ(j)];
 #pragma unroll
                 for (int i = 0; i < TF; i++)
 #pragma unroll
                     for (int j = 0; j < TG; j++) acc[i][j] = ll_fma(ev[i], cv[j], acc[i][j]);
             }
-            if (step + 1 < steps) stash(step + 1);
-            if (slice != p.slices - 1) continue;
+            if (step + 1 < steps) stash(step + 1, next_chunk, next_slice);
+            const bool chunk_done = slice == slices - 1;
+            chunk = next_chunk;
+            slice = next_slice;
+            if (!chunk_done) continue;
 
             /* the chunk's scores are complete */
             const int64_t ng = min((int64_t)GC, gb - gc);
             if constexpr (!MIX) {
                 /* one Gaussian per state: the scores are the outputs */
-                const int64_t fb = f0 + tf * TF, gbase = gc + tg * TG;
                 TA *out = (TA *)p.out + b * p.os0;
-                const bool full = fb + TF <= f_valid && gbase + TG - gc <= ng;
+                const bool full = f0 + FI(TF - 1) < f_valid && GJ(TG - 1) < ng;
+                const int64_t fa = f0 + FI(0), gca = gc + GJ(0);
                 if (full && !p.best && p.os1 == 1 &&
-                    ((uintptr_t)(out + fb + gbase * p.os2) % 16) == 0 && p.os2 % VW == 0) {
+                    ((uintptr_t)(out + fa + gca * p.os2) % 16) == 0 && p.os2 % VW == 0) {
+                    /* frames contiguous ([B, T, S] of Glow-TTS) */
 #pragma unroll
                     for (int j = 0; j < TG; j++) {
                         TA col[TF];
 #pragma unroll
                         for (int i = 0; i < TF; i++) col[i] = acc[i][j];
+                        TA *o = out + (gc + GJ(j)) * p.os2;
 #pragma unroll
-                        for (int i = 0; i < TF; i += VW) store_vec(out + fb + i + (gbase + j) * p.os2, col + i);
+                        for (int i = 0; i < TF; i += VW) store_vec(o + f0 + FI(i), col + i);
                     }
                 } else if (full && !p.best && p.os2 == 1 &&
-                           ((uintptr_t)(out + fb * p.os1 + gbase) % 16) == 0 && p.os1 % VW == 0) {
+                           ((uintptr_t)(out + fa * p.os1 + gca) % 16) == 0 && p.os1 % VW == 0) {
+                    /* states contiguous */
 #pragma unroll
-                    for (int i = 0; i < TF; i++)
+                    for (int i = 0; i < TF; i++) {
+                        TA *o = out + (f0 + FI(i)) * p.os1 + gc;
 #pragma unroll
-                        for (int j = 0; j < TG; j += VW) store_vec(out + (fb + i) * p.os1 + gbase + j, acc[i] + j);
+                        for (int j = 0; j < TG; j += VW) store_vec(o + GJ(j), acc[i] + j);
+                    }
                 } else {
 #pragma unroll
                     for (int i = 0; i < TF; i++) {
-                        const int64_t f = fb + i;
+                        const int64_t f = f0 + FI(i);
                         if (f >= f_end) continue;
 #pragma unroll
                         for (int j = 0; j < TG; j++) {
-                            const int64_t g = gbase + j;
-                            if (g - gc >= ng) continue;
+                            if (GJ(j) >= ng) continue;
+                            const int64_t g = gc + GJ(j);
                             if (f < f_valid) ll_write<TA>(p, b, f, g, acc[i][j], (int32_t)g);
                             else ll_write<TA>(p, b, f, g, (TA)0, -1);
                         }
@@ -322,7 +346,7 @@ __global__ void __launch_bounds__(kLLThreads, 1) loglik_kernel(LLParams p) {
 #pragma unroll
                 for (int i = 0; i < TF; i++)
 #pragma unroll
-                    for (int j = 0; j < TG; j++) sc_s[(tf * TF + i) * (GC + 1) + tg * TG + j] = acc[i][j];
+                    for (int j = 0; j < TG; j++) sc_s[FI(i) * (GC + 1) + GJ(j)] = acc[i][j];
                 __syncthreads();
                 {
                     /* H threads a frame (adjacent lanes), each a slice of
