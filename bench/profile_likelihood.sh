@@ -23,3 +23,10 @@ for skip in 2 18; do
     "$BUILD/bench_likelihood_cuda" --quick 2>&1 | grep -E "loglik_kernel|smsp__|l1tex__|sm__" \
     | sed -e 's/smsp__average_warps_issue_stalled_//' -e 's/_per_issue_active.ratio//'
 done
+# Per-instruction stall samples of the Glow-TTS launch, as CSV under $OUT (or the build dir)
+if [ "${MAS_PROFILE_SOURCE:-0}" = 1 ]; then
+  ncu --kernel-name regex:loglik_kernel --launch-skip 18 --launch-count 1 --section SourceCounters \
+    --section WarpStateStats --page source --print-source sass --csv \
+    "$BUILD/bench_likelihood_cuda" --quick >"${OUT:-$BUILD}/loglik_sass.csv" 2>&1
+  echo "per-instruction samples: ${OUT:-$BUILD}/loglik_sass.csv"
+fi

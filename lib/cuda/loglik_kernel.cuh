@@ -213,41 +213,51 @@ __global__ void __launch_bounds__(kLLThreads, 1) loglik_kernel(LLParams p) {
          * frames, coef rows likewise of the chunk's Gaussians (and row 0 with
          * a chunk's first slice); zeros past 2J, the lengths or the chunk.
          * A thread always moves the same frame and the same Gaussian column. */
+        /* A thread always moves the same frame and the same Gaussian column.
+         * Branch-free: out-of-range elements load from a clamped address
+         * inside the lengths and are then replaced by 0. */
         const int fl = tid % FT, gl = tid % GC;
-        const TX *x_f = (const TX *)p.x + b * p.xs0 + (f0 + fl) * p.xs1;
         const bool f_ok = f0 + fl < f_valid;
-        TA pe[EQ], pc[CQ], pk = (TA)0;
+        const TX *x_f = (const TX *)p.x + b * p.xs0 + min(f0 + fl, f_valid - 1) * p.xs1;
+        const int Ji = (int)J, J2i = (int)J2;
+        /* Raw loads only: what a load feeds is computed in stash(), after
+         * the slice's multiply-adds, so no warp waits for a load early. */
+        TX xr[EQ];
+        TA cr[CQ], kr = (TA)0;
         /* (chunk, slice) pairs are counted, not divided out of a step index:
          * a 64-bit division is a long software routine on the GPU */
         const int slices = (int)p.slices;
         auto fetch = [&](int64_t chunk, int slice) {
-            const int64_t gc = ga + chunk * GC, r0 = 1 + (int64_t)slice * KS;
-            const bool g_ok = gc + gl < gb;
-            const TA *c_g = coef + (gc + gl) * p.cs2;
+            const int64_t gc = ga + chunk * GC;
+            const int r0 = 1 + slice * KS;
+            const TA *c_g = coef + min(gc + gl, gb - 1) * p.cs2;
 #pragma unroll
             for (int q = 0; q < EQ; q++) {
-                const int64_t r = r0 + tid / FT + q * (kLLThreads / FT);
-                TA v = (TA)0;
-                if (r <= J2 && f_ok) {
-                    v = widen(x_f[(r <= J ? r - 1 : r - 1 - J) * p.xs2]);
-                    if (r > J) v = ll_mul(v, v);
-                }
-                pe[q] = v;
+                const int rc = min(r0 + tid / FT + q * (kLLThreads / FT), J2i);
+                xr[q] = x_f[(int64_t)(rc > Ji ? rc - 1 - Ji : rc - 1) * p.xs2];
             }
 #pragma unroll
-            for (int q = 0; q < CQ; q++) {
-                const int64_t r = r0 + tid / GC + q * (kLLThreads / GC);
-                pc[q] = (r <= J2 && g_ok) ? c_g[r * p.cs1] : (TA)0;
-            }
-            if (r0 == 1 && tid < GC) pk = g_ok ? c_g[0] : (TA)0;
+            for (int q = 0; q < CQ; q++)
+                cr[q] = c_g[(int64_t)min(r0 + tid / GC + q * (kLLThreads / GC), J2i) * p.cs1];
+            if (r0 == 1 && tid < GC) kr = c_g[0];
         };
         auto stash = [&](int64_t step, int64_t chunk, int slice) {
             const int buf = (int)(step & 1);
+            const int r0 = 1 + slice * KS;
+            const bool g_ok = ga + chunk * GC + gl < gb;
 #pragma unroll
-            for (int q = 0; q < EQ; q++) e_s[buf * KS * FT + tid + q * kLLThreads] = pe[q];
+            for (int q = 0; q < EQ; q++) {
+                const int r = r0 + tid / FT + q * (kLLThreads / FT);
+                const TA v = widen(xr[q]);
+                const TA e = r > Ji ? ll_mul(v, v) : v;
+                e_s[buf * KS * FT + tid + q * kLLThreads] = (r <= J2i && f_ok) ? e : (TA)0;
+            }
 #pragma unroll
-            for (int q = 0; q < CQ; q++) c_s[buf * KS * GC + tid + q * kLLThreads] = pc[q];
-            if (slice == 0 && tid < GC) k_s[(chunk & 1) * GC + tid] = pk;
+            for (int q = 0; q < CQ; q++) {
+                const int r = r0 + tid / GC + q * (kLLThreads / GC);
+                c_s[buf * KS * GC + tid + q * kLLThreads] = (r <= J2i && g_ok) ? cr[q] : (TA)0;
+            }
+            if (slice == 0 && tid < GC) k_s[(chunk & 1) * GC + tid] = g_ok ? kr : (TA)0;
         };
 
         /* reduction state of the thread's frame (mixtures): the open state */
