@@ -74,18 +74,18 @@ __global__ void gauss_coef_kernel(mas_gauss_params prm, TC *coef, int64_t c0, in
 
 /* ---- log-likelihoods -------------------------------------------------------- */
 
-template <typename TA, int TF> size_t loglik_smem(bool mix) {
-    using G = LLGeom<TA, TF>;
+template <typename TA, int TF, int KS> size_t loglik_smem(bool mix) {
+    using G = LLGeom<TA, TF, KS>;
     size_t n = 2 * (size_t)G::KS * (G::FT + G::GC) + 2 * G::GC +
                (mix ? (size_t)G::FT * (G::GC + 1) : 0);
     return n * sizeof(TA);
 }
 
-template <typename TA, typename TX, int TF, bool MIX>
+template <typename TA, typename TX, int TF, int KS, bool MIX>
 mas_status launch_loglik(LLParams p, DeviceInfo *dev, int bit, cudaStream_t stream) {
-    using G = LLGeom<TA, TF>;
-    auto kernel = loglik_kernel<TA, TX, TF, MIX>;
-    const size_t smem = loglik_smem<TA, TF>(MIX);
+    using G = LLGeom<TA, TF, KS>;
+    auto kernel = loglik_kernel<TA, TX, TF, KS, MIX>;
+    const size_t smem = loglik_smem<TA, TF, KS>(MIX);
     if (smem > (size_t)dev->smem_optin) return MAS_ERR_CUDA;
     if (smem > 48 * 1024 && !(dev->raised & (1u << bit))) {
         if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -113,8 +113,10 @@ mas_status launch_loglik(LLParams p, DeviceInfo *dev, int bit, cudaStream_t stre
 template <typename TA, typename TX>
 mas_status dispatch_loglik(const LLParams &p, DeviceInfo *dev, int bit, cudaStream_t stream) {
     constexpr int TF = sizeof(TA) == 4 ? 8 : 4;
-    return p.offsets ? launch_loglik<TA, TX, TF, true>(p, dev, 2 * bit, stream)
-                     : launch_loglik<TA, TX, TF, false>(p, dev, 2 * bit + 1, stream);
+    /* the mixture kernel has no registers to spare for wider slices */
+    if (p.offsets) return launch_loglik<TA, TX, TF, 8, true>(p, dev, 3 * bit, stream);
+    if ((2 * p.J) % 16 == 0) return launch_loglik<TA, TX, TF, 16, false>(p, dev, 3 * bit + 1, stream);
+    return launch_loglik<TA, TX, TF, 8, false>(p, dev, 3 * bit + 2, stream);
 }
 
 } // namespace

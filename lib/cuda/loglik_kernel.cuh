@@ -39,12 +39,14 @@ namespace mas_cuda {
 
 constexpr int kLLThreads = 256;
 /* Thread grid 16 (frames) x 16 (Gaussians); rows of e and coef per slice. */
-constexpr int kLLGrid = 16, kLLSlice = 8;
+constexpr int kLLGrid = 16;
 
-/* TF frames x 8 Gaussians a thread: float keeps 64 scores, double 32. */
-template <typename TA, int TF_> struct LLGeom {
+/* TF frames x 8 Gaussians a thread: float keeps 64 scores, double 32; KS
+ * rows a slice (16 where 2J allows it without padding: fewer barriers and
+ * loads per multiply-add). */
+template <typename TA, int TF_, int KS_> struct LLGeom {
     static constexpr int TF = TF_, TG = 8;
-    static constexpr int FT = kLLGrid * TF, GC = kLLGrid * TG, KS = kLLSlice;
+    static constexpr int FT = kLLGrid * TF, GC = kLLGrid * TG, KS = KS_;
     /* slice elements each thread moves, for e and for coef */
     static constexpr int EQ = KS * FT / kLLThreads, CQ = KS * GC / kLLThreads;
 };
@@ -142,9 +144,9 @@ __device__ __forceinline__ void store_vec(double *dst, const double *v) {
     asm volatile("st.global.v2.f64 [%0], {%1, %2};" ::"l"(dst), "d"(v[0]), "d"(v[1]) : "memory");
 }
 
-template <typename TA, typename TX, int TF, bool MIX>
+template <typename TA, typename TX, int TF, int KS_, bool MIX>
 __global__ void __launch_bounds__(kLLThreads, 1) loglik_kernel(LLParams p) {
-    using G = LLGeom<TA, TF>;
+    using G = LLGeom<TA, TF, KS_>;
     constexpr int FT = G::FT, GC = G::GC, KS = G::KS, TG = G::TG, EQ = G::EQ, CQ = G::CQ;
     constexpr int VW = 16 / sizeof(TA); /* accumulators per 16-byte store */
     extern __shared__ __align__(16) unsigned char ll_smem[];
@@ -393,7 +395,13 @@ __global__ void __launch_bounds__(kLLThreads, 1) loglik_kernel(LLParams p) {
                                 }
                             }
                         } else {
-                            for (int k = lo; k < hi; k++) m = ll_max_nan(m, row[k]);
+                            TA m4[4] = {m, m, m, m};
+                            int k = lo;
+                            for (; k + 4 <= hi; k += 4)
+#pragma unroll
+                                for (int u = 0; u < 4; u++) m4[u] = ll_max_nan(m4[u], row[k + u]);
+                            for (; k < hi; k++) m4[0] = ll_max_nan(m4[0], row[k]);
+                            m = ll_max_nan(ll_max_nan(m4[0], m4[1]), ll_max_nan(m4[2], m4[3]));
 #pragma unroll
                             for (int o = 1; o < H; o <<= 1) m = ll_max_nan(m, shfl_xor_acc(m, o));
                         }
@@ -403,8 +411,15 @@ __global__ void __launch_bounds__(kLLThreads, 1) loglik_kernel(LLParams p) {
                             const TA ninf = neg_inf<TA>(), pinf = pos_inf<TA>();
                             const bool finite = m > ninf && m < pinf;
                             TA l = (TA)0;
-                            if (finite)
-                                for (int k = lo; k < hi; k++) l += ll_fast_exp(row[k] - m);
+                            if (finite) {
+                                TA l4[4] = {0, 0, 0, 0};
+                                int k = lo;
+                                for (; k + 4 <= hi; k += 4)
+#pragma unroll
+                                    for (int u = 0; u < 4; u++) l4[u] += ll_fast_exp(row[k + u] - m);
+                                for (; k < hi; k++) l4[0] += ll_fast_exp(row[k] - m);
+                                l = (l4[0] + l4[1]) + (l4[2] + l4[3]);
+                            }
 #pragma unroll
                             for (int o = 1; o < H; o <<= 1) l += shfl_xor_acc(l, o);
                             if (run_m != run_m) {
