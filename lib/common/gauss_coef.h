@@ -32,7 +32,9 @@ DM_FN int mas_gauss_coef_dim(double mu, double spread, int32_t kind, double *a, 
     *a = DM_MUL(mu, inv);
     *b = DM_MUL(-0.5, inv);
     *k_term = DM_ADD(DM_ADD(MAS_LOG_2PI, log_var), DM_MUL(DM_MUL(mu, mu), inv));
-    return 1;
+    /* a, b and the term must be finite; b nonzero (a variance of over 1e308
+     * would make the Gaussian flat) */
+    return *a - *a == 0 && *b - *b == 0 && *b != 0 && *k_term - *k_term == 0;
 }
 
 /* K from the log weight and the sum of the k terms. */
@@ -42,5 +44,15 @@ DM_FN double mas_gauss_coef_k(double log_w, double k_sum) {
 
 /* A log weight is valid unless NaN or +inf (-inf: a Gaussian of weight 0). */
 DM_FN int mas_gauss_log_weight_ok(double log_w) { return log_w == log_w && log_w < HUGE_VAL; }
+
+/* The coefficients as stored (rounded to float32, or not): a and b finite,
+ * b nonzero. Checked on the stored values, so that float32 overflow and
+ * underflow count as a bad model too. */
+DM_FN int mas_gauss_coef_stored_ok(double a, double b) { return a - a == 0 && b - b == 0 && b != 0; }
+
+/* K (as stored) is valid when finite, or -inf from a log weight of -inf. */
+DM_FN int mas_gauss_coef_k_ok(double k, double log_w) {
+    return k - k == 0 || (k == -HUGE_VAL && log_w == -HUGE_VAL);
+}
 
 #endif

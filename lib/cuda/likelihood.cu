@@ -64,11 +64,14 @@ __global__ void gauss_coef_kernel(mas_gauss_params prm, TC *coef, int64_t c0, in
             double a = 0, bb = 0, kt = 0;
             if (!mas_gauss_coef_dim(mu, sp, prm.spread_kind, &a, &bb, &kt)) ok = false;
             k_sum = __dadd_rn(k_sum, kt);
-            out[(1 + j) * c1] = (TC)a;
-            out[(1 + J + j) * c1] = (TC)bb;
+            const TC a_r = (TC)a, b_r = (TC)bb;
+            out[(1 + j) * c1] = a_r;
+            out[(1 + J + j) * c1] = b_r;
+            if (!mas_gauss_coef_stored_ok((double)a_r, (double)b_r)) ok = false;
         }
-        out[0] = (TC)mas_gauss_coef_k(log_w, k_sum);
-        if (!ok) report_error(error_word, g, MAS_ERR_BAD_MODEL);
+        const TC k_r = (TC)mas_gauss_coef_k(log_w, k_sum);
+        out[0] = k_r;
+        if (!ok || !mas_gauss_coef_k_ok((double)k_r, log_w)) report_error(error_word, g, MAS_ERR_BAD_MODEL);
     }
 }
 
