@@ -222,6 +222,11 @@ class TorchFrame:
 
     def lengths(self, x, batch, what):
         torch = self.torch
+        if type(x) is torch.Tensor and x.dtype is torch.int64 and x.device == self.device:
+            # the common case, checked with as little as possible
+            if x.dim() != 1 or x.shape[0] != batch:
+                _check_lengths_meta(x.dim(), tuple(x.shape), True, batch, what)
+            return x.detach() if x.is_contiguous() else x.detach().contiguous()
         if isinstance(x, torch.Tensor):
             integer = not (x.dtype.is_floating_point or x.dtype.is_complex or x.dtype == torch.bool)
             _check_lengths_meta(x.dim(), tuple(x.shape), integer, batch, what)

@@ -6,7 +6,28 @@ PyTorch's caching allocator and a device error word checked lazily (see
 ``libmas.errors``); nothing synchronises the host.
 """
 
+import threading
+
+import numpy as np
+
 from . import _C, errors
+
+# CPU workspaces up to this size are kept per thread and reused (with their
+# DLPack capsule, which the C module reads without consuming), instead of an
+# allocation per call.
+_KEEP_BYTES = 1 << 20
+_local = threading.local()
+
+
+def _host_workspace(nbytes):
+    nbytes = max(nbytes, 1)
+    if nbytes > _KEEP_BYTES:
+        return np.empty((nbytes,), np.uint8).__dlpack__()
+    kept = getattr(_local, "work", None)
+    if kept is None or kept[0].shape[0] < nbytes:
+        buf = np.empty((max(nbytes, 4096),), np.uint8)
+        kept = _local.work = (buf, buf.__dlpack__())
+    return kept[1]
 
 
 def run(fname, frame, workspace_bytes, invoke, threads):
@@ -17,8 +38,7 @@ def run(fname, frame, workspace_bytes, invoke, threads):
     errors.poll()
     h = frame.handle
     if not frame.is_cuda:
-        work = frame.empty((max(workspace_bytes(False), 1),), frame.uint8)
-        status, item = invoke(False, h(work), threads, None)
+        status, item = invoke(False, _host_workspace(workspace_bytes(False)), threads, None)
         errors.raise_status(fname, status, item)
         return None
     torch = frame.torch

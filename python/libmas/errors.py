@@ -48,6 +48,8 @@ _RING_WORDS = 4096
 # A readback starts when this many calls are pending, or the oldest is this old.
 _READBACK_CALLS = 64
 _READBACK_AGE_S = 0.002
+# A readback in flight is queried at most this often (a query costs ~1 us).
+_QUERY_EVERY_S = 0.0001
 
 
 def message(fname, status, item):
@@ -96,8 +98,9 @@ class _DeviceState:
         self.host_values = self.host.numpy()
         self.pending = []          # (fname, slot, raw stream, stream), in call order
         self.oldest = 0.0          # perf_counter of pending[0]
-        self.readback = None       # (event, entries) in flight
+        self.readback = None       # pending entries the readback in flight covers
         self.event = torch.cuda.Event()
+        self.next_query = 0.0      # perf_counter before which the event is not queried
 
     def _new_ring(self):
         torch = self.torch
@@ -146,6 +149,7 @@ class _DeviceState:
             self.host.copy_(self.words, non_blocking=True)
             self.event.record(stream)
         self.readback = covered
+        self.next_query = self.oldest + _QUERY_EVERY_S
 
     def finish_readback(self):
         """Reads the covered words of a completed readback; frees clean ones.
@@ -173,8 +177,13 @@ class _DeviceState:
         if self.readback is not None:
             if wait:
                 self.event.synchronize()
-            elif not self.event.query():
-                return None
+            else:
+                now = time.perf_counter()
+                if now < self.next_query:
+                    return None
+                if not self.event.query():
+                    self.next_query = now + _QUERY_EVERY_S
+                    return None
             first = self.finish_readback()
         if wait:
             while self.pending:
