@@ -101,6 +101,7 @@ class _DeviceState:
         self.readback = None       # pending entries the readback in flight covers
         self.event = torch.cuda.Event()
         self.next_query = 0.0      # perf_counter before which the event is not queried
+        self.deferred = None       # an error found while taking a word
 
     def _new_ring(self):
         torch = self.torch
@@ -119,7 +120,10 @@ class _DeviceState:
     def take_word(self, stream):
         """Slot of a free error word, usable on stream."""
         if not self.free:
-            self.collect(wait=True)
+            # More calls unread than words: read them all back now (a host
+            # wait, only when the host is thousands of calls ahead); an error
+            # found here is raised by the next check.
+            self.deferred = self.collect(wait=True)
             if not self.free:   # every word retired by errors: a new ring
                 self._new_ring()
         if not self.fill_done:
@@ -173,18 +177,19 @@ class _DeviceState:
         """wait=False: one step of the background check (finish a completed
         readback, maybe start the next). wait=True: read back every pending
         call. Returns the first error found, or None."""
-        first = None
+        first, self.deferred = self.deferred, None
         if self.readback is not None:
             if wait:
                 self.event.synchronize()
             else:
                 now = time.perf_counter()
                 if now < self.next_query:
-                    return None
+                    return first
                 if not self.event.query():
                     self.next_query = now + _QUERY_EVERY_S
-                    return None
-            first = self.finish_readback()
+                    return first
+            error = self.finish_readback()
+            first = first or error
         if wait:
             while self.pending:
                 self.start_readback(self.pending[0])
