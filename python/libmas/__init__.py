@@ -31,3 +31,20 @@ def has_cuda():
 __all__ = ["AlignResult", "align", "maximum_path", "check_errors", "c_version", "has_cuda",
            "__version__", "forward_sum", "posterior", "monotonic_attention",
            "monotonic_attention_m2m"]
+
+
+def torch_ops():
+    """Registers the PyTorch custom operators (once) and returns their
+    namespace, torch.ops.libmas (see libmas._ops for the schemas). Imports
+    torch. Done by itself when libmas is imported after torch or at the
+    first call with a tensor; call it before compiling when libmas was
+    imported first."""
+    from . import _ops
+
+    return _ops.registered()
+
+
+__all__.append("torch_ops")
+
+if "torch" in __import__("sys").modules:
+    torch_ops()

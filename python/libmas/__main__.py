@@ -38,6 +38,13 @@ def _parser():
     bench.add_argument("--seed", type=int, default=0)
     bench.add_argument("--plot", metavar="FILE.png", help="also write a plot (matplotlib)")
     bench.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    bench.add_argument("--calls", action="store_true",
+                       help="cost of a call per op at training shapes: wall, kernels, overhead "
+                            "(CUDA), or against the C call alone (CPU); see libmas.bench_calls")
+    bench.add_argument("--calls-n", type=int, default=200,
+                       help="--calls on CUDA: back-to-back calls per loop (default 200)")
+    bench.add_argument("--budget", type=float, default=0.2,
+                       help="--calls on the CPU: seconds per timed loop (default 0.2)")
     return parser
 
 
@@ -46,6 +53,11 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.command != "bench":
         parser.print_help()
+        return 0
+    if args.calls:
+        from . import bench_calls
+
+        bench_calls.run(args)
         return 0
     if args.T is None:
         args.T = [128, 256, 512, 1024] + ([2048] if args.device == "cuda" else [])

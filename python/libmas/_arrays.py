@@ -72,6 +72,7 @@ class NumpyFrame:
     name = "numpy"
     is_cuda = False
     device_index = 0
+    uint8 = np.dtype(np.uint8)
 
     def __init__(self, restore=None):
         self._restore = restore
@@ -116,8 +117,6 @@ class NumpyFrame:
         return np.ascontiguousarray(arr, dtype=np.int64)
 
     def lengths_from_mask(self, mask, bst):
-        # Glow-TTS: x_len = mask.sum(1)[:, 0], y_len = mask.sum(2)[:, 0] (bts).
-        # Summing only the first column/row gives the same numbers.
         m = self.asarray(mask)
         first_frame = m[:, 0, :] if bst else m[:, :, 0]
         first_token = m[:, :, 0] if bst else m[:, 0, :]
@@ -137,27 +136,30 @@ class TorchFrame:
     """PyTorch tensors, on the CPU or on a CUDA device."""
 
     name = "torch"
+    _codes = None  # torch dtype -> mas_dtype, built on first use
 
     def __init__(self, value, restore=None):
-        import torch
-
+        torch = sys.modules["torch"]
         self.torch = torch
-        self.device = value.device
-        self.is_cuda = value.device.type == "cuda"
-        self.device_index = value.device.index if self.is_cuda else 0
-        if value.device.type not in ("cpu", "cuda"):
-            raise ValueError(f"libmas supports CPU and CUDA tensors, got {value.device}")
+        device = self.device = value.device
+        kind = device.type
+        self.is_cuda = kind == "cuda"
+        if not self.is_cuda and kind != "cpu":
+            raise ValueError(f"libmas supports CPU and CUDA tensors, got {device}")
+        self.device_index = device.index if self.is_cuda else 0
+        self.uint8 = torch.uint8
         self._restore = restore
-        self._codes = {
-            torch.float32: _C.FLOAT32,
-            torch.float64: _C.FLOAT64,
-            torch.float16: _C.FLOAT16,
-            torch.bfloat16: _C.BFLOAT16,
-            torch.int32: _C.INT32,
-            torch.int64: _C.INT64,
-            torch.uint8: _C.UINT8,
-            torch.bool: _C.UINT8,
-        }
+        if TorchFrame._codes is None:
+            TorchFrame._codes = {
+                torch.float32: _C.FLOAT32,
+                torch.float64: _C.FLOAT64,
+                torch.float16: _C.FLOAT16,
+                torch.bfloat16: _C.BFLOAT16,
+                torch.int32: _C.INT32,
+                torch.int64: _C.INT64,
+                torch.uint8: _C.UINT8,
+                torch.bool: _C.UINT8,
+            }
 
     def code(self, arr):
         return self._codes.get(arr.dtype, -1)
@@ -206,7 +208,7 @@ class TorchFrame:
     def asarray(self, x, dtype=None):
         torch = self.torch
         if isinstance(x, torch.Tensor):
-            return x.detach().to(device=self.device, dtype=dtype)
+            return x.detach().to(device=self.device, dtype=dtype, non_blocking=True)
         if not isinstance(x, (np.ndarray, list, tuple)) and hasattr(x, "__dlpack__"):
             return torch.from_dlpack(x).to(device=self.device, dtype=dtype)
         return torch.as_tensor(np.asarray(x), dtype=dtype, device=self.device)
@@ -220,10 +222,19 @@ class TorchFrame:
 
     def lengths(self, x, batch, what):
         torch = self.torch
+        if type(x) is torch.Tensor and x.dtype is torch.int64 and x.device == self.device:
+            # the common case, checked with as little as possible
+            if x.dim() != 1 or x.shape[0] != batch:
+                _check_lengths_meta(x.dim(), tuple(x.shape), True, batch, what)
+            return x.detach() if x.is_contiguous() else x.detach().contiguous()
         if isinstance(x, torch.Tensor):
             integer = not (x.dtype.is_floating_point or x.dtype.is_complex or x.dtype == torch.bool)
             _check_lengths_meta(x.dim(), tuple(x.shape), integer, batch, what)
-            return x.detach().to(device=self.device, dtype=torch.int64).contiguous()
+            check_device(what, x.device, self.device)
+            # non_blocking: a copy from pageable host memory is staged at once
+            # and orders nothing on the host, so the values are never waited for.
+            return x.detach().to(device=self.device, dtype=torch.int64,
+                                 non_blocking=True).contiguous()
         arr = NumpyFrame.asarray(x)
         _check_lengths_meta(arr.ndim, arr.shape, arr.dtype.kind in "iu", batch, what)
         return torch.as_tensor(np.ascontiguousarray(arr, dtype=np.int64), device=self.device)
@@ -257,6 +268,31 @@ _TORCH_FROM_NP = {
     np.uint8: "uint8",
     np.bool_: "bool",
 }
+
+
+def lengths_from_mask(frame, mask, bst, fname):
+    """(x_len, y_len) int64 [B] of a Glow-TTS mask, on the frame's device,
+    without a host synchronisation. Glow-TTS takes x_len = mask.sum(1)[:, 0],
+    y_len = mask.sum(2)[:, 0] (bts; bst swaps the axes): the sums of the
+    first frame's column and of the first token's row, which is what is used
+    here too, for any mask (a mask that is not a prefix mask gives the
+    number of its non-zero cells in that row and column, not the position
+    of its last one). The one place to swap in a kernel that reads the
+    first row and column itself."""
+    if frame.name == "torch" and is_torch_tensor(mask):
+        check_device(f"{fname}: mask", mask.device, frame.device)
+    return frame.lengths_from_mask(mask, bst)
+
+
+def check_device(what, device, value_device):
+    """ValueError when an argument lives on another accelerator than the
+    value (as PyTorch ops refuse cuda:0 with cuda:1). Host arguments are
+    accepted with any value (copied without a host synchronisation).
+    what names the function and the argument ("libmas.align: x_lengths")."""
+    if device == value_device or device.type == "cpu" or value_device.type == "cpu":
+        return
+    raise ValueError(f"{what} is on {device} but value is on {value_device}: expected the "
+                     f"value's device or the CPU")
 
 
 def _check_lengths_meta(ndim, shape, integer, batch, what):

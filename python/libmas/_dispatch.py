@@ -6,33 +6,56 @@ PyTorch's caching allocator and a device error word checked lazily (see
 ``libmas.errors``); nothing synchronises the host.
 """
 
+import threading
+
+import numpy as np
+
 from . import _C, errors
+
+# CPU workspaces up to this size are kept per thread and reused (with their
+# DLPack capsule, which the C module reads without consuming), instead of an
+# allocation per call.
+_KEEP_BYTES = 1 << 20
+_local = threading.local()
+
+
+def _host_workspace(nbytes):
+    nbytes = max(nbytes, 1)
+    if nbytes > _KEEP_BYTES:
+        return np.empty((nbytes,), np.uint8).__dlpack__()
+    kept = getattr(_local, "work", None)
+    if kept is None or kept[0].shape[0] < nbytes:
+        buf = np.empty((max(nbytes, 4096),), np.uint8)
+        kept = _local.work = (buf, buf.__dlpack__())
+    return kept[1]
 
 
 def run(fname, frame, workspace_bytes, invoke, threads):
     """workspace_bytes(cuda) -> bytes the call needs; invoke(cuda, work,
     how, word) -> (status, item), where `how` is the thread count on the CPU
     and the raw stream on CUDA, and `word` the error word's handle (None on
-    the CPU). Returns the pending check of a CUDA call, else None."""
+    the CPU). Returns errors.PENDING for a tracked CUDA call, else None."""
+    errors.poll()
     h = frame.handle
     if not frame.is_cuda:
-        work = frame.empty((max(workspace_bytes(False), 1),), frame.native_dtype("uint8", None))
-        status, item = invoke(False, h(work), threads, None)
+        status, item = invoke(False, _host_workspace(workspace_bytes(False)), threads, None)
         errors.raise_status(fname, status, item)
         return None
     torch = frame.torch
-    if torch.cuda.current_device() != frame.device_index:
+    if torch._C._cuda_getDevice() != frame.device_index:
         with torch.cuda.device(frame.device):
             return run(fname, frame, workspace_bytes, invoke, threads)
     stream, raw_stream = frame.current_stream()
     work = torch.empty((max(workspace_bytes(True), 1),), dtype=torch.uint8, device=frame.device)
     word, ticket = errors.error_word(torch, frame.device, stream)
+    if ticket is None:
+        word = h(word)  # under capture: a captured fill, a tensor of its own
     try:
-        status, item = invoke(True, h(work), raw_stream, h(word))
+        status, item = invoke(True, h(work), raw_stream, word)
     except BaseException:
         errors.give_back(ticket)
         raise
     if status != _C.OK:
         errors.give_back(ticket)
         errors.raise_status(fname, status, item)
-    return errors.track(fname, ticket, stream)
+    return errors.track(fname, ticket, stream, raw_stream)

@@ -8,19 +8,27 @@ CUDA calls cannot: a value-dependent error (a length out of range, NaN in
 the values, no finite path) is only known once the kernel has run, and
 waiting for it would add a host synchronisation to every training step.
 So each CUDA call gets a device "error word" (int64, -1 = no error) that the
-kernel sets to the first failing item and rule. Words live in a small pool
-per device, set to -1 once, so a call adds nothing to the caller's stream but
-one event record: no memset, no copy. The call stays *pending*:
+kernel sets (atomicMin) to the first failing item and rule. The words of a
+device form one ring in device memory, set to -1 once; a word is handed to
+a call and only comes back after it has been read as clean, so a call adds
+nothing to the caller's stream: no memset, no event, no copy. The call is
+only noted (its name, its word, its stream) as *pending*:
 
-  * Every later libmas call polls without blocking: once a pending call's
-    event has completed, one asynchronous copy on a private stream brings the
-    words of all such calls to pinned host memory, and a later poll (after
-    that copy's own event) reads them and raises for the first error,
-    naming the earlier call, the item and the rule.
-  * ``libmas.check_errors()`` waits for every pending call and raises.
+  * Now and then a libmas call starts one readback: when none is in flight
+    and the oldest pending call is 64 calls or 2 ms old, one asynchronous
+    copy of the ring to pinned host memory and one event, enqueued on the
+    oldest pending call's stream behind every pending call of that stream.
+    A later call whose poll finds that event completed reads the words of
+    the calls it covered and raises for the first error, naming the earlier
+    call, the item and the rule. So the host cost of checking is a few
+    microseconds per readback, shared by every call it covers, and a small
+    constant (one clock read) per call.
+  * ``libmas.check_errors()`` reads back every pending call (waiting for
+    their kernels) and raises.
   * ``AlignResult.check()`` does the same for the pending calls so far.
-  * With the environment variable ``LIBMAS_SYNC_CHECKS=1`` every CUDA call
-    waits for its kernel and raises before returning (debugging mode).
+  * With the environment variable ``LIBMAS_SYNC_CHECKS=1`` (read when the
+    first CUDA call is checked) every CUDA call waits for its kernel and
+    raises before returning (debugging mode).
   * Inside CUDA graph capture a call gets a fresh word (set by a captured
     fill) and is not tracked: replays are not checked. The kernels still
     validate, and a failing item's outputs are zeros / -1 / -inf as on the
@@ -30,12 +38,18 @@ one event record: no memset, no copy. The call stays *pending*:
 import os
 import sys
 import threading
+import time
 
 from . import _C
 
 _TYPE_ERRORS = frozenset((_C.ERR_BAD_DTYPE,))
 _RUNTIME_ERRORS = frozenset((_C.ERR_NO_CUDA, _C.ERR_CUDA))
-_WORDS_PER_CHUNK = 256
+_RING_WORDS = 4096
+# A readback starts when this many calls are pending, or the oldest is this old.
+_READBACK_CALLS = 64
+_READBACK_AGE_S = 0.002
+# A readback in flight is queried at most this often (a query costs ~1 us).
+_QUERY_EVERY_S = 0.0001
 
 
 def message(fname, status, item):
@@ -60,119 +74,135 @@ def raise_status(fname, status, item):
         raise exception(fname, status, item)
 
 
+_SYNC = None
+
+
 def sync_checks_enabled():
-    return os.environ.get("LIBMAS_SYNC_CHECKS", "") not in ("", "0")
-
-
-class _Chunk:
-    """Error words in device memory (all -1 when free) and their host copy."""
-
-    def __init__(self, torch, device):
-        self.words = torch.full((_WORDS_PER_CHUNK,), -1, dtype=torch.int64, device=device)
-        self.host = torch.empty((_WORDS_PER_CHUNK,), dtype=torch.int64, pin_memory=True)
-        # Streams other than the one that filled the words wait for the fill
-        # on the device until it is known to be done (no host wait).
-        self.filled = torch.cuda.Event()
-        self.filled.record()
-        self.fill_done = False
-        self.free = list(range(_WORDS_PER_CHUNK - 1, -1, -1))
-        self.copy_event = None   # readback in flight
-        self.copy_batch = []     # checks whose words that readback carries
-
-
-class _Check:
-    """One CUDA call whose error word has not been read yet."""
-
-    __slots__ = ("fname", "state", "chunk", "slot", "event")
-
-    def __init__(self, fname, state, chunk, slot, event):
-        self.fname, self.state, self.chunk, self.slot, self.event = (
-            fname, state, chunk, slot, event)
+    """LIBMAS_SYNC_CHECKS, read once (an environment read on every call costs
+    more than the rest of the check)."""
+    global _SYNC
+    if _SYNC is None:
+        _SYNC = os.environ.get("LIBMAS_SYNC_CHECKS", "") not in ("", "0")
+    return _SYNC
 
 
 class _DeviceState:
-    """Error-word chunks, a readback stream and spare events of one device."""
+    """The error-word ring of one device, its host copy and the pending calls."""
 
     def __init__(self, torch, device):
         self.torch = torch
         self.device = device
-        self.chunks = []
-        self.pending = []         # _Check, in call order
-        self.events = []          # spare torch.cuda.Event objects
-        self.stream = torch.cuda.Stream(device=device)
+        self.retired = []          # rings replaced after errors, kept alive
+        self._new_ring()
+        self.host = torch.empty((_RING_WORDS,), dtype=torch.int64, pin_memory=True)
+        self.host_values = self.host.numpy()
+        self.pending = []          # (fname, slot, raw stream, stream), in call order
+        self.oldest = 0.0          # perf_counter of pending[0]
+        self.readback = None       # pending entries the readback in flight covers
+        self.event = torch.cuda.Event()
+        self.next_query = 0.0      # perf_counter before which the event is not queried
+        self.deferred = None       # an error found while taking a word
+
+    def _new_ring(self):
+        torch = self.torch
+        if getattr(self, "words", None) is not None:
+            self.retired.append(self.words)
+        with torch.cuda.device(self.device):
+            self.words = torch.full((_RING_WORDS,), -1, dtype=torch.int64, device=self.device)
+            # Streams other than the one that filled the ring wait for the fill
+            # on the device until it is known to be done (no host wait).
+            self.filled = torch.cuda.Event()
+            self.filled.record()
+        self.fill_done = False
+        self.base = self.words.data_ptr()
+        self.free = list(range(_RING_WORDS - 1, -1, -1))
 
     def take_word(self, stream):
-        """(chunk, slot, word view) of a free error word, usable on stream."""
-        chunk = next((c for c in self.chunks if c.free), None)
-        if chunk is None:
-            chunk = _Chunk(self.torch, self.device)
-            self.stream.wait_event(chunk.filled)
-            self.chunks.append(chunk)
-        if not chunk.fill_done:
-            chunk.fill_done = chunk.filled.query()
-            if not chunk.fill_done:
-                stream.wait_event(chunk.filled)
-        slot = chunk.free.pop()
-        return chunk, slot, chunk.words[slot:slot + 1]
+        """Slot of a free error word, usable on stream."""
+        if not self.free:
+            # More calls unread than words: read them all back now (a host
+            # wait, only when the host is thousands of calls ahead); an error
+            # found here is raised by the next check.
+            self.deferred = self.collect(wait=True)
+            if not self.free:   # every word retired by errors: a new ring
+                self._new_ring()
+        if not self.fill_done:
+            self.fill_done = self.filled.query()
+            if not self.fill_done:
+                stream.wait_event(self.filled)
+        return self.free.pop()
 
-    def event(self):
-        return self.events.pop() if self.events else self.torch.cuda.Event()
+    def handle(self, slot):
+        """Zero-copy descriptor of the word at slot (libmas._C reads tuples)."""
+        return (self.base + 8 * slot, _C.INT64, (1,), (1,), _C.DL_CUDA,
+                self.device.index if self.device.index is not None else 0, self.words)
 
-    def start_readback(self, wait):
-        """Copies the words of finished calls to the host, one asynchronous
-        copy per chunk on the private stream. With wait, waits for every
-        call first. A chunk whose copy is in flight takes its newly finished
-        calls with the next copy."""
-        ready = []
-        for check in self.pending:
-            if wait:
-                check.event.synchronize()
-            elif not check.event.query():
-                break  # calls after it are most likely not done either
-            ready.append(check)
-        launched = set()
-        for check in ready:
-            chunk = check.chunk
-            if id(chunk) not in launched:
-                if chunk.copy_event is not None:
-                    continue
-                with self.torch.cuda.stream(self.stream):
-                    chunk.host.copy_(chunk.words, non_blocking=True)
-                    chunk.copy_event = self.event()
-                    chunk.copy_event.record(self.stream)
-                launched.add(id(chunk))
-            chunk.copy_batch.append(check)
-            self.pending.remove(check)
-            self.events.append(check.event)
+    def note(self, fname, slot, raw_stream, stream):
+        if not self.pending:
+            self.oldest = time.perf_counter()
+        self.pending.append((fname, slot, raw_stream, stream))
 
-    def finish_readback(self, wait):
-        """Reads the host words of finished copies and frees clean words.
-        Returns (check, status, item) of the first error, or None."""
+    def start_readback(self, entry):
+        """Copies the ring to the host behind every pending call on the
+        stream of entry (stream order: the copy runs after their kernels)."""
+        raw_stream, stream = entry[2], entry[3]
+        covered = [p for p in self.pending if p[2] == raw_stream]
+        self.pending = [p for p in self.pending if p[2] != raw_stream]
+        self.oldest = time.perf_counter()
+        with self.torch.cuda.stream(stream):
+            self.host.copy_(self.words, non_blocking=True)
+            self.event.record(stream)
+        self.readback = covered
+        self.next_query = self.oldest + _QUERY_EVERY_S
+
+    def finish_readback(self):
+        """Reads the covered words of a completed readback; frees clean ones.
+        Returns (fname, status, item) of the first error, or None."""
+        covered, self.readback = self.readback, None
         first = None
-        for chunk in self.chunks:
-            if chunk.copy_event is None:
+        values = self.host_values
+        for fname, slot, _, _ in covered:
+            word = int(values[slot])
+            if word == -1:
+                self.free.append(slot)
                 continue
+            # A used word is retired rather than reset, so no later call can
+            # race with the reset; errors are rare.
+            status, item = _C.decode_device_error(word)
+            if first is None and status != _C.OK:
+                first = (fname, status, item)
+        return first
+
+    def collect(self, wait):
+        """wait=False: one step of the background check (finish a completed
+        readback, maybe start the next). wait=True: read back every pending
+        call. Returns the first error found, or None."""
+        first, self.deferred = self.deferred, None
+        if self.readback is not None:
             if wait:
-                chunk.copy_event.synchronize()
-            elif not chunk.copy_event.query():
-                continue
-            self.events.append(chunk.copy_event)
-            chunk.copy_event = None
-            batch, chunk.copy_batch = chunk.copy_batch, []
-            for check in batch:
-                word = int(chunk.host[check.slot])
-                if word == -1:
-                    chunk.free.append(check.slot)
-                    continue
-                # A used word is retired rather than reset, so no later call
-                # can race with the reset; errors are rare.
-                status, item = _C.decode_device_error(word)
-                if first is None and status != _C.OK:
-                    first = (check, status, item)
+                self.event.synchronize()
+            else:
+                now = time.perf_counter()
+                if now < self.next_query:
+                    return first
+                if not self.event.query():
+                    self.next_query = now + _QUERY_EVERY_S
+                    return first
+            error = self.finish_readback()
+            first = first or error
+        if wait:
+            while self.pending:
+                self.start_readback(self.pending[0])
+                self.event.synchronize()
+                error = self.finish_readback()
+                first = first or error
+        elif self.pending and (len(self.pending) >= _READBACK_CALLS or
+                               time.perf_counter() - self.oldest >= _READBACK_AGE_S):
+            self.start_readback(self.pending[0])
         return first
 
     def busy(self):
-        return bool(self.pending) or any(c.copy_event is not None for c in self.chunks)
+        return bool(self.pending) or self.readback is not None
 
 
 _states = {}
@@ -187,67 +217,72 @@ def _state(torch, device):
 
 
 def error_word(torch, device, stream):
-    """(word tensor, ticket) for a CUDA call about to be enqueued on stream.
+    """(word handle, ticket) for a CUDA call about to be enqueued on stream.
     Under graph capture the word is a fresh captured fill and ticket None."""
-    if torch.cuda.is_current_stream_capturing():
+    if torch._C._cuda_isCurrentStreamCapturing():
         return torch.full((1,), -1, dtype=torch.int64, device=device), None
     with _lock:
         state = _state(torch, device)
-        chunk, slot, word = state.take_word(stream)
-    return word, (state, chunk, slot)
+        slot = state.take_word(stream)
+    return state.handle(slot), (state, slot)
 
 
 def give_back(ticket):
     """Returns the word of a call that failed before it was enqueued."""
     if ticket is not None:
         with _lock:
-            ticket[1].free.append(ticket[2])
+            ticket[0].free.append(ticket[1])
 
 
-def track(fname, ticket, stream):
-    """Registers a CUDA call just enqueued on stream. Returns a handle for
-    AlignResult.check (None under capture). In sync mode waits and raises."""
+class _Pending:
+    """Marks a result whose CUDA call is tracked (AlignResult.check)."""
+
+    __slots__ = ()
+
+
+PENDING = _Pending()
+
+
+def track(fname, ticket, stream, raw_stream):
+    """Registers a CUDA call just enqueued on stream (raw_stream its
+    cudaStream_t). Returns PENDING (None under capture). In sync mode waits
+    and raises."""
     if ticket is None:
         return None
-    state, chunk, slot = ticket
-    event = state.event()
-    event.record(stream)
-    check = _Check(fname, state, chunk, slot, event)
+    state, slot = ticket
     with _lock:
-        state.pending.append(check)
+        state.note(fname, slot, raw_stream, stream)
     if sync_checks_enabled():
         _settle(wait=True, late=False)
-    return check
+    return PENDING
 
 
 def _capturing():
     # Querying an event while a stream of this thread is being captured would
     # invalidate the capture, so polling waits until the capture is over.
     torch = sys.modules.get("torch")
-    return torch is not None and torch.cuda.is_current_stream_capturing()
+    return torch is not None and torch._C._cuda_isCurrentStreamCapturing()
 
 
 def _settle(wait, late):
     first = None
     with _lock:
         for state in list(_states.values()):
-            while state.busy():
-                state.start_readback(wait)
-                error = state.finish_readback(wait)
-                first = first or error
-                if not wait:
-                    break
+            error = state.collect(wait)
+            if error is not None and first is None:
+                first = (state, error)
     if first is not None:
-        check, status, item = first
-        where = f"{check.fname} on {check.state.device}"
+        state, (fname, status, item) = first
+        where = f"{fname} on {state.device}"
         if late:
             where += " (an earlier asynchronous call, reported now)"
         raise exception(where, status, item)
 
 
 def poll():
-    """Raises for an error recorded by an earlier CUDA call whose kernel has
-    finished. Never blocks. Called at the start of every libmas call."""
+    """Raises for an error recorded by an earlier CUDA call whose readback has
+    completed; may start the next readback. Never blocks. Called at the start
+    of every libmas CUDA call."""
     if _states and not _capturing():
         _settle(wait=False, late=True)
 

@@ -11,7 +11,7 @@ their value errors are reported lazily, see ``libmas.errors``.
 
 import operator
 
-from . import _arrays, _C, _dispatch, errors
+from . import _arrays, _C, _dispatch, _ops, errors
 
 
 class AlignResult:
@@ -106,6 +106,43 @@ def _run(fname, frame, value, code, x_len, y_len, bst, outs, threads):
     return _dispatch.run(fname, frame, workspace_bytes, invoke, threads)
 
 
+def _maximum_path_core(fname, frame, v, mask, bst, out_dtype):
+    """The dense path of a plain array v (also the registered op's kernel);
+    out_dtype is the frame's dtype."""
+    code = _arrays.value_code(frame, v, fname)
+    batch, tokens, frames = _shape_checked(v, bst, fname)
+    if tuple(mask.shape) != tuple(v.shape):
+        raise ValueError(f"{fname}: mask shape {list(mask.shape)} differs from value shape "
+                         f"{list(v.shape)}")
+    path = frame.empty(tuple(v.shape), out_dtype)
+    if batch > 0:
+        if tokens == 0 or frames == 0:
+            axis = "tokens (T)" if tokens == 0 else "frames (S)"
+            raise ValueError(f"{fname}: the {axis} axis of value is empty, shape "
+                             f"{list(v.shape)}; every item needs x_len >= 1 and y_len >= 1")
+        x_len, y_len = _arrays.lengths_from_mask(frame, mask, bst, fname)
+        _run(fname, frame, v, code, x_len, y_len, bst, (path, None, None, None), 0)
+    return path
+
+
+def _align_core(fname, frame, v, x_lengths, y_lengths, bst, threads):
+    """(durations, indices, score, pending) of a plain array v (also the
+    registered op's kernel)."""
+    code = _arrays.value_code(frame, v, fname)
+    batch, tokens, frames = _shape_checked(v, bst, fname)
+    x_len = frame.lengths(x_lengths, batch, f"{fname}: x_lengths")
+    y_len = frame.lengths(y_lengths, batch, f"{fname}: y_lengths")
+    i32 = frame.native_dtype("int32", None)
+    durations = frame.empty((batch, tokens), i32)
+    indices = frame.empty((batch, frames), i32)
+    score = frame.empty((batch,), frame.score_dtype(v))
+    pending = None
+    if batch > 0:
+        pending = _run(fname, frame, v, code, x_len, y_len, bst,
+                       (None, durations, indices, score), threads)
+    return durations, indices, score, pending
+
+
 def maximum_path(value, mask, *, layout="bts", dtype=None):
     """Drop-in for Glow-TTS ``monotonic_align.maximum_path(value, mask)``.
 
@@ -124,18 +161,11 @@ def maximum_path(value, mask, *, layout="bts", dtype=None):
     with LIBMAS_SYNC_CHECKS=1).
     """
     fname = "libmas.maximum_path"
-    errors.poll()
     bst = _arrays.check_layout(layout, fname)
+    if _ops.use_op(value):
+        return _ops.maximum_path(value, mask, bst, dtype)
     frame, v = _arrays.frame_for(value, fname)
-    code = _arrays.value_code(frame, v, fname)
-    batch, _, _ = _shape_checked(v, bst, fname)
-    if tuple(mask.shape) != tuple(v.shape):
-        raise ValueError(f"{fname}: mask shape {list(mask.shape)} differs from value shape "
-                         f"{list(v.shape)}")
-    x_len, y_len = frame.lengths_from_mask(mask, bst)
-    path = frame.empty(tuple(v.shape), frame.native_dtype(dtype, v.dtype))
-    if batch > 0:
-        _run(fname, frame, v, code, x_len, y_len, bst, (path, None, None, None), 0)
+    path = _maximum_path_core(fname, frame, v, mask, bst, frame.native_dtype(dtype, v.dtype))
     return frame.restore(path)
 
 
@@ -159,20 +189,12 @@ def align(value, x_lengths, y_lengths, *, layout="bts", threads=None):
     once with LIBMAS_SYNC_CHECKS=1.
     """
     fname = "libmas.align"
-    errors.poll()
     bst = _arrays.check_layout(layout, fname)
     threads = _threads_arg(threads, fname)
+    if _ops.use_op(value):
+        return _ops.align(value, x_lengths, y_lengths, bst, threads)
     frame, v = _arrays.frame_for(value, fname)
-    code = _arrays.value_code(frame, v, fname)
-    batch, tokens, frames = _shape_checked(v, bst, fname)
-    x_len = frame.lengths(x_lengths, batch, f"{fname}: x_lengths")
-    y_len = frame.lengths(y_lengths, batch, f"{fname}: y_lengths")
-    i32 = frame.native_dtype("int32", None)
-    durations = frame.empty((batch, tokens), i32)
-    indices = frame.empty((batch, frames), i32)
-    score = frame.empty((batch,), frame.score_dtype(v))
-    pending = None
-    if batch > 0:
-        pending = _run(fname, frame, v, code, x_len, y_len, bst,
-                       (None, durations, indices, score), threads)
+    durations, indices, score, pending = _align_core(fname, frame, v, x_lengths, y_lengths, bst,
+                                                     threads)
+    tokens = v.shape[1] if not bst else v.shape[2]
     return AlignResult(frame, durations, indices, score, tokens, bst, v.dtype, pending)

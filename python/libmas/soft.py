@@ -20,7 +20,7 @@ rules of the hard path: the input's device, the current stream, no host
 synchronisation, errors reported lazily (see ``libmas.errors``).
 """
 
-from . import _arrays, _C, _dispatch, errors
+from . import _arrays, _C, _dispatch, _ops
 from .hard import _threads_arg
 
 _OP_FORWARD_SUM = 0
@@ -65,11 +65,17 @@ def _plain(frame, x):
 def _forward_sum_raw(fname, value, x_lengths, y_lengths, layout, threads, want_log_z,
                      want_post):
     """(frame, log_z or None, posterior or None), both as the frame's arrays."""
-    errors.poll()
     bst = _arrays.check_layout(layout, fname)
     threads = _threads_arg(threads, fname)
     frame, v = _arrays.frame_for(value, fname)
-    v = _plain(frame, v)
+    log_z, post = _forward_sum_core(fname, frame, _plain(frame, v), x_lengths, y_lengths, bst,
+                                    threads, want_log_z, want_post)
+    return frame, log_z, post
+
+
+def _forward_sum_core(fname, frame, v, x_lengths, y_lengths, bst, threads, want_log_z,
+                      want_post):
+    """The call itself on a plain array v (also the registered op's kernel)."""
     code = _arrays.value_code(frame, v, fname)
     shape = _shape3(v, fname, "value", "[B, S, T]" if bst else "[B, T, S]")
     batch, tokens, frames = (shape[0], shape[2], shape[1]) if bst else shape
@@ -88,7 +94,7 @@ def _forward_sum_raw(fname, value, x_lengths, y_lengths, layout, threads, want_l
         _call(fname, frame, _OP_FORWARD_SUM, (batch, tokens, frames), code, threads, invoke)
     elif batch > 0:
         raise ValueError(f"{fname}: value has an empty axis, shape {list(shape)}")
-    return frame, log_z, post
+    return log_z, post
 
 
 def posterior(value, x_lengths, y_lengths, *, layout="bts", threads=None):
@@ -100,6 +106,8 @@ def posterior(value, x_lengths, y_lengths, *, layout="bts", threads=None):
     frame j < y_len. Raises ValueError for invalid lengths, NaN/+inf on a
     cell a path can cross, or no finite path."""
     fname = "libmas.posterior"
+    if _ops.use_op(value):
+        return _ops.posterior(value, x_lengths, y_lengths, layout, threads)
     frame, _, post = _forward_sum_raw(fname, value, x_lengths, y_lengths, layout, threads,
                                       False, True)
     return frame.restore(post)
@@ -117,6 +125,8 @@ def forward_sum(value, x_lengths, y_lengths, *, layout="bts", threads=None):
     Errors as for ``libmas.align``.
     """
     fname = "libmas.forward_sum"
+    if _ops.use_op(value):
+        return _ops.forward_sum(value, x_lengths, y_lengths, layout, threads)
     torch = _arrays._torch()
     if torch is not None and isinstance(value, torch.Tensor) and value.requires_grad \
             and torch.is_grad_enabled():
@@ -137,10 +147,16 @@ def _attention_lengths(frame, lengths, batch, what):
 
 def _attention_forward_raw(fname, kind, logits, n_lengths, m_lengths, threads):
     """(frame, logits as plain array, n, m, log_phi)."""
-    errors.poll()
     threads = _threads_arg(threads, fname)
     frame, x = _arrays.frame_for(logits, fname)
     x = _plain(frame, x)
+    n, m, log_phi = _attention_forward_core(fname, kind, frame, x, n_lengths, m_lengths, threads)
+    return frame, x, n, m, log_phi
+
+
+def _attention_forward_core(fname, kind, frame, x, n_lengths, m_lengths, threads):
+    """The forward call on a plain array x (also the registered op's
+    kernel): (n, m, log_phi)."""
     code = frame.code(x)
     if code not in _arrays.VALUE_CODES:
         raise TypeError(f"{fname}: logits must be float32, float64, float16 or bfloat16, "
@@ -159,7 +175,7 @@ def _attention_forward_raw(fname, kind, logits, n_lengths, m_lengths, threads):
         _call(fname, frame, _OP_ATTENTION, shape, code, threads, invoke)
     elif shape[0] > 0:
         raise ValueError(f"{fname}: logits has an empty axis, shape {list(shape)}")
-    return frame, x, n, m, log_phi
+    return n, m, log_phi
 
 
 def _attention_backward_raw(fname, kind, frame, x, n, m, log_phi, grad_log_phi, threads):
@@ -179,6 +195,8 @@ def _attention_backward_raw(fname, kind, frame, x, n, m, log_phi, grad_log_phi, 
 
 
 def _attention(fname, kind, logits, n_lengths, m_lengths, threads):
+    if _ops.use_op(logits):
+        return _ops.attention(fname, kind, logits, n_lengths, m_lengths, threads)
     torch = _arrays._torch()
     if torch is not None and isinstance(logits, torch.Tensor) and logits.requires_grad \
             and torch.is_grad_enabled():
