@@ -17,10 +17,10 @@ CMAKE_ARGS="-DCMAKE_CUDA_ARCHITECTURES=90" CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) \
 files=("$@")
 [ ${#files[@]} -gt 0 ] || files=("$R"/tests/python/test_*.py)
 echo "=== pytest ${files[*]##*/} ==="
-(cd /tmp && timeout 900 python3 -m pytest -q -p no:cacheprovider -x "${files[@]}") 2>&1 \
+(cd /tmp && timeout 400 python3 -m pytest -q -p no:cacheprovider "${files[@]}") 2>&1 \
   | tee "$LOGS/pytest.log" | tail -25 || fail=1
 if [ "${MAS_CALLS:-1}" = 1 ]; then
   echo "=== python -m libmas bench --device cuda --calls ==="
-  (cd /tmp && timeout 600 python3 -m libmas bench --device cuda --calls) 2>&1 | tee "$LOGS/calls.log" | tail -45 || fail=1
+  (cd /tmp && timeout 300 python3 -m libmas bench --device cuda --calls) 2>&1 | tee "$LOGS/calls.log" | tail -45 || fail=1
 fi
 exit $fail
