@@ -237,8 +237,12 @@ def test_compile_and_export_cuda(rng):
     got = torch.compile(model, fullgraph=True)(value, x_len, y_len)
     exported = torch.export.export(model, (value, x_len, y_len)).module()(value, x_len, y_len)
     libmas.check_errors()
-    for a, b, c in zip(want, got, exported):
+    # libmas's outputs bit for bit; the loss is a sum that inductor's CUDA
+    # reduction may add in another order
+    for a, b, c in zip(want[:2], got[:2], exported[:2]):
         assert torch.equal(a, b) and torch.equal(a, c)
+    torch.testing.assert_close(got[2], want[2], rtol=1e-12, atol=0)
+    torch.testing.assert_close(exported[2], want[2], rtol=1e-12, atol=0)
 
 
 # -- lengths from a mask -------------------------------------------------------
