@@ -77,18 +77,18 @@ __global__ void gauss_coef_kernel(mas_gauss_params prm, TC *coef, int64_t c0, in
 
 /* ---- log-likelihoods -------------------------------------------------------- */
 
-template <typename TA, int TF, int KS> size_t loglik_smem(bool mix) {
+template <typename TA, int TF, int KS> size_t loglik_smem(bool mix, bool tc) {
     using G = LLGeom<TA, TF, KS>;
-    size_t n = 2 * (size_t)G::KS * (G::FT + G::GC) + 2 * G::GC +
+    size_t n = 2 * (size_t)G::KS * (G::FT + G::GC + (tc ? 8 : 0)) + 2 * G::GC +
                (mix ? (size_t)G::FT * (G::GC + 1) : 0);
     return n * sizeof(TA);
 }
 
-template <typename TA, typename TX, int TF, int KS, bool MIX>
+template <typename TA, typename TX, int TF, int KS, bool MIX, bool TC = false>
 mas_status launch_loglik(LLParams p, DeviceInfo *dev, int bit, cudaStream_t stream) {
     using G = LLGeom<TA, TF, KS>;
-    auto kernel = loglik_kernel<TA, TX, TF, KS, MIX>;
-    const size_t smem = loglik_smem<TA, TF, KS>(MIX);
+    auto kernel = loglik_kernel<TA, TX, TF, KS, MIX, TC>;
+    const size_t smem = loglik_smem<TA, TF, KS>(MIX, TC);
     if (smem > (size_t)dev->smem_optin) return MAS_ERR_CUDA;
     if (smem > 48 * 1024 && !(dev->raised & (1u << bit))) {
         if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -114,8 +114,15 @@ mas_status launch_loglik(LLParams p, DeviceInfo *dev, int bit, cudaStream_t stre
 }
 
 template <typename TA, typename TX>
-mas_status dispatch_loglik(const LLParams &p, DeviceInfo *dev, int bit, cudaStream_t stream) {
+mas_status dispatch_loglik(const LLParams &p, DeviceInfo *dev, int bit, cudaStream_t stream,
+                           int32_t precision) {
     constexpr int TF = sizeof(TA) == 4 ? 8 : 4;
+    if constexpr (sizeof(TA) == 4) {
+        /* tensor cores: TF32 (bf16 runs the TF32 path for now) */
+        if (precision != MAS_PRECISION_DEFAULT)
+            return p.offsets ? launch_loglik<TA, TX, TF, 8, true, true>(p, dev, 12 + 2 * bit, stream)
+                             : launch_loglik<TA, TX, TF, 8, false, true>(p, dev, 13 + 2 * bit, stream);
+    }
     /* the mixture kernel has no registers to spare for wider slices */
     if (p.offsets) return launch_loglik<TA, TX, TF, 8, true>(p, dev, 3 * bit, stream);
     if ((2 * p.J) % 16 == 0) return launch_loglik<TA, TX, TF, 16, false>(p, dev, 3 * bit + 1, stream);
@@ -190,9 +197,9 @@ extern "C" mas_status mas_loglik_cuda(const mas_loglik_args *args, void *workspa
     p.error_word = error_word;
     cudaStream_t s = (cudaStream_t)stream;
     switch (args->x.dtype) {
-    case MAS_FLOAT64: return dispatch_loglik<double, double>(p, dev, 0, s);
-    case MAS_FLOAT16: return dispatch_loglik<float, __half>(p, dev, 1, s);
-    case MAS_BFLOAT16: return dispatch_loglik<float, __nv_bfloat16>(p, dev, 2, s);
-    default: return dispatch_loglik<float, float>(p, dev, 3, s);
+    case MAS_FLOAT64: return dispatch_loglik<double, double>(p, dev, 0, s, args->precision);
+    case MAS_FLOAT16: return dispatch_loglik<float, __half>(p, dev, 1, s, args->precision);
+    case MAS_BFLOAT16: return dispatch_loglik<float, __nv_bfloat16>(p, dev, 2, s, args->precision);
+    default: return dispatch_loglik<float, float>(p, dev, 3, s, args->precision);
     }
 }

@@ -144,15 +144,39 @@ __device__ __forceinline__ void store_vec(double *dst, const double *v) {
     asm volatile("st.global.v2.f64 [%0], {%1, %2};" ::"l"(dst), "d"(v[0]), "d"(v[1]) : "memory");
 }
 
-template <typename TA, typename TX, int TF, int KS_, bool MIX>
+/* An operand as the multiply-adds take it: itself, or rounded to TF32 (the
+ * tensor cores' input, 10 mantissa bits) for the TF32 path. */
+template <bool TC> __device__ __forceinline__ float to_operand(float x) {
+    if (!TC) return x;
+    uint32_t r;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+    return __uint_as_float(r);
+}
+template <bool TC> __device__ __forceinline__ double to_operand(double x) { return x; }
+
+/* D = A B + D on the tensor cores, TF32 operands, float32 sums (m16n8k8). */
+__device__ __forceinline__ void mma_tf32(float &c0, float &c1, float &c2, float &c3,
+                                         const uint32_t a[4], const uint32_t b[2]) {
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, "
+                 "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+                 : "+f"(c0), "+f"(c1), "+f"(c2), "+f"(c3)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+__device__ __forceinline__ void mma_tf32(double &, double &, double &, double &, const uint32_t *,
+                                         const uint32_t *) {}
+
+template <typename TA, typename TX, int TF, int KS_, bool MIX, bool TC>
 __global__ void __launch_bounds__(kLLThreads, 1) loglik_kernel(LLParams p) {
     using G = LLGeom<TA, TF, KS_>;
     constexpr int FT = G::FT, GC = G::GC, KS = G::KS, TG = G::TG, EQ = G::EQ, CQ = G::CQ;
     constexpr int VW = 16 / sizeof(TA); /* accumulators per 16-byte store */
+    /* row strides of the slices: tensor-core fragments read 8 rows x 4
+     * columns at once, so rows are padded to fall in different banks */
+    constexpr int LDF = TC ? FT + 4 : FT, LDG = TC ? GC + 4 : GC;
     extern __shared__ __align__(16) unsigned char ll_smem[];
-    TA *e_s = (TA *)ll_smem;          /* [2][KS][FT] */
-    TA *c_s = e_s + 2 * KS * FT;      /* [2][KS][GC] */
-    TA *k_s = c_s + 2 * KS * GC;      /* [2][GC]: row 0 (K) of the chunk */
+    TA *e_s = (TA *)ll_smem;          /* [2][KS][LDF] */
+    TA *c_s = e_s + 2 * KS * LDF;     /* [2][KS][LDG] */
+    TA *k_s = c_s + 2 * KS * LDG;     /* [2][GC]: row 0 (K) of the chunk */
     TA *sc_s = k_s + 2 * GC;          /* [FT][GC+1], mixtures only */
     const int tid = threadIdx.x;
     const int tg = tid % kLLGrid, tf = tid / kLLGrid;
@@ -162,6 +186,15 @@ __global__ void __launch_bounds__(kLLThreads, 1) loglik_kernel(LLParams p) {
     constexpr int HF = TF / 2, HG = TG / 2;
     auto FI = [&](int i) { return i < HF ? tf * HF + i : FT / 2 + tf * HF + i - HF; };
     auto GJ = [&](int j) { return j < HG ? tg * HG + j : GC / 2 + tg * HG + j - HG; };
+    /* Tensor cores (TF32, m16n8k8): a warp owns 32 frames x 64 Gaussians,
+     * acc[i][j] is the fragment value (mi, ni = j, c): i = 4 mi + c. */
+    const int lane = tid % 32, warp = tid / 32, fr_g = lane >> 2, fr_t = lane & 3;
+    const int w_f = (warp % 4) * 32, w_g = (warp / 4) * 64;
+    auto FL = [&](int i, int j) {
+        (void)j;
+        return TC ? w_f + (i >> 2) * 16 + fr_g + 8 * ((i >> 1) & 1) : FI(i);
+    };
+    auto GL = [&](int i, int j) { return TC ? w_g + j * 8 + 2 * fr_t + (i & 1) : GJ(j); };
     const int64_t units = p.B * p.granges * p.ftiles;
     const int64_t J = p.J, J2 = 2 * p.J;
 
@@ -252,12 +285,16 @@ __global__ void __launch_bounds__(kLLThreads, 1) loglik_kernel(LLParams p) {
                 const int r = r0 + tid / FT + q * (kLLThreads / FT);
                 const TA v = widen(xr[q]);
                 const TA e = r > Ji ? ll_mul(v, v) : v;
-                e_s[buf * KS * FT + tid + q * kLLThreads] = (r <= J2i && f_ok) ? e : (TA)0;
+                const int idx = tid + q * kLLThreads;
+                e_s[buf * KS * LDF + idx / FT * LDF + idx % FT] =
+                    to_operand<TC>((r <= J2i && f_ok) ? e : (TA)0);
             }
 #pragma unroll
             for (int q = 0; q < CQ; q++) {
                 const int r = r0 + tid / GC + q * (kLLThreads / GC);
-                c_s[buf * KS * GC + tid + q * kLLThreads] = (r <= J2i && g_ok) ? cr[q] : (TA)0;
+                const int idx = tid + q * kLLThreads;
+                c_s[buf * KS * LDG + idx / GC * LDG + idx % GC] =
+                    to_operand<TC>((r <= J2i && g_ok) ? cr[q] : (TA)0);
             }
             if (slice == 0 && tid < GC) k_s[(chunk & 1) * GC + tid] = g_ok ? kr : (TA)0;
         };
@@ -283,21 +320,46 @@ __global__ void __launch_bounds__(kLLThreads, 1) loglik_kernel(LLParams p) {
             if (slice == 0) {
                 const TA *ks = k_s + (chunk & 1) * GC;
 #pragma unroll
-                for (int j = 0; j < TG; j++) {
-                    const TA k = ks[GJ(j)];
+                for (int j = 0; j < TG; j++)
 #pragma unroll
-                    for (int i = 0; i < TF; i++) acc[i][j] = k;
-                }
+                    for (int i = 0; i < TF; i++) acc[i][j] = ks[GL(i, j)];
             }
-            const TA *es = e_s + buf * KS * FT;
-            const TA *cs = c_s + buf * KS * GC;
+            const TA *es = e_s + buf * KS * LDF;
+            const TA *cs = c_s + buf * KS * LDG;
+            if constexpr (TC) {
+                static_assert(!TC || (TF == 8 && TG == 8 && FT == 128 && GC == 128), "TC tile");
+#pragma unroll
+                for (int kk = 0; kk < KS; kk += 8) {
+                    uint32_t a[2][4], bq[8][2];
+#pragma unroll
+                    for (int mi = 0; mi < 2; mi++) {
+                        const TA *ab = es + (kk + fr_t) * LDF + w_f + mi * 16 + fr_g;
+                        a[mi][0] = __float_as_uint((float)ab[0]);
+                        a[mi][1] = __float_as_uint((float)ab[8]);
+                        a[mi][2] = __float_as_uint((float)ab[4 * LDF]);
+                        a[mi][3] = __float_as_uint((float)ab[4 * LDF + 8]);
+                    }
+#pragma unroll
+                    for (int ni = 0; ni < 8; ni++) {
+                        const TA *bb = cs + (kk + fr_t) * LDG + w_g + ni * 8 + fr_g;
+                        bq[ni][0] = __float_as_uint((float)bb[0]);
+                        bq[ni][1] = __float_as_uint((float)bb[4 * LDG]);
+                    }
+#pragma unroll
+                    for (int mi = 0; mi < 2; mi++)
+#pragma unroll
+                        for (int ni = 0; ni < 8; ni++)
+                            mma_tf32(acc[4 * mi][ni], acc[4 * mi + 1][ni], acc[4 * mi + 2][ni],
+                                     acc[4 * mi + 3][ni], a[mi], bq[ni]);
+                }
+            } else
 #pragma unroll
             for (int r = 0; r < KS; r++) {
                 TA ev[TF], cv[TG];
 #pragma unroll
-                for (int i = 0; i < TF; i++) ev[i] = es[r * FT + FI(i)];
+                for (int i = 0; i < TF; i++) ev[i] = es[r * LDF + FI(i)];
 #pragma unroll
-                for (int j = 0; j < TG; j++) cv[j] = cs[r * GC + GJ(j)];
+                for (int j = 0; j < TG; j++) cv[j] = cs[r * LDG + GJ(j)];
 #pragma unroll
                 for (int i = 0; i < TF; i++)
 #pragma unroll
@@ -316,7 +378,7 @@ __global__ void __launch_bounds__(kLLThreads, 1) loglik_kernel(LLParams p) {
                 TA *out = (TA *)p.out + b * p.os0;
                 const bool full = f0 + FI(TF - 1) < f_valid && GJ(TG - 1) < ng;
                 const int64_t fa = f0 + FI(0), gca = gc + GJ(0);
-                if (full && !p.best && p.os1 == 1 &&
+                if (!TC && full && !p.best && p.os1 == 1 &&
                     ((uintptr_t)(out + fa + gca * p.os2) % 16) == 0 && p.os2 % VW == 0) {
                     /* frames contiguous ([B, T, S] of Glow-TTS) */
 #pragma unroll
@@ -328,7 +390,7 @@ __global__ void __launch_bounds__(kLLThreads, 1) loglik_kernel(LLParams p) {
 #pragma unroll
                         for (int i = 0; i < TF; i += VW) store_vec(o + f0 + FI(i), col + i);
                     }
-                } else if (full && !p.best && p.os2 == 1 &&
+                } else if (!TC && full && !p.best && p.os2 == 1 &&
                            ((uintptr_t)(out + fa * p.os1 + gca) % 16) == 0 && p.os1 % VW == 0) {
                     /* states contiguous */
 #pragma unroll
@@ -340,12 +402,11 @@ __global__ void __launch_bounds__(kLLThreads, 1) loglik_kernel(LLParams p) {
                 } else {
 #pragma unroll
                     for (int i = 0; i < TF; i++) {
-                        const int64_t f = f0 + FI(i);
-                        if (f >= f_end) continue;
 #pragma unroll
                         for (int j = 0; j < TG; j++) {
-                            if (GJ(j) >= ng) continue;
-                            const int64_t g = gc + GJ(j);
+                            const int64_t f = f0 + FL(i, j);
+                            if (f >= f_end || GL(i, j) >= ng) continue;
+                            const int64_t g = gc + GL(i, j);
                             if (f < f_valid) ll_write<TA>(p, b, f, g, acc[i][j], (int32_t)g);
                             else ll_write<TA>(p, b, f, g, (TA)0, -1);
                         }
@@ -358,7 +419,7 @@ __global__ void __launch_bounds__(kLLThreads, 1) loglik_kernel(LLParams p) {
 #pragma unroll
                 for (int i = 0; i < TF; i++)
 #pragma unroll
-                    for (int j = 0; j < TG; j++) sc_s[FI(i) * (GC + 1) + GJ(j)] = acc[i][j];
+                    for (int j = 0; j < TG; j++) sc_s[FL(i, j) * (GC + 1) + GL(i, j)] = acc[i][j];
                 __syncthreads();
                 {
                     /* H threads a frame (adjacent lanes), each a slice of

@@ -41,6 +41,7 @@ struct Row {
     const char *name;
     int64_t B, N, J, states, per_state; /* per_state 1 and per-item: TTS */
     bool per_item;
+    int32_t precision;
 };
 
 static double peak_fp32_tflops() {
@@ -59,10 +60,13 @@ int main(int argc, char **argv) {
     const double peak = peak_fp32_tflops();
     printf("FP32 peak (CUDA cores, boost clock): %.1f TFLOP/s\n", peak);
     const Row rows[] = {
-        {"GMM 5000x256 J=36 N=256", 1, 256, 36, 5000, 256, false},
-        {"GMM 5000x16 J=36 N=256", 1, 256, 36, 5000, 16, false},
-        {"Glow-TTS B=32 T=512 S=2048 D=80", 32, 2048, 80, 512, 1, true},
-        {"Glow-TTS B=32 T=150 S=800 D=80", 32, 800, 80, 150, 1, true},
+        {"GMM 5000x256 J=36 N=256", 1, 256, 36, 5000, 256, false, MAS_PRECISION_DEFAULT},
+        {"GMM 5000x16 J=36 N=256", 1, 256, 36, 5000, 16, false, MAS_PRECISION_DEFAULT},
+        {"Glow-TTS B=32 T=512 S=2048 D=80", 32, 2048, 80, 512, 1, true, MAS_PRECISION_DEFAULT},
+        {"Glow-TTS B=32 T=150 S=800 D=80", 32, 800, 80, 150, 1, true, MAS_PRECISION_DEFAULT},
+        {"GMM 5000x256 J=36 N=256, TF32", 1, 256, 36, 5000, 256, false, MAS_PRECISION_TF32},
+        {"GMM 5000x16 J=36 N=256, TF32", 1, 256, 36, 5000, 16, false, MAS_PRECISION_TF32},
+        {"Glow-TTS B=32 T=512 S=2048 D=80, TF32", 32, 2048, 80, 512, 1, true, MAS_PRECISION_TF32},
     };
     printf("\n| work | ms | TFLOP/s | of peak | out GB/s | note |\n|---|---|---|---|---|---|\n");
     for (const Row &r : rows) {
@@ -110,6 +114,7 @@ int main(int argc, char **argv) {
         a.coef = ct;
         a.offsets = offsets;
         a.n_states = r.states;
+        a.precision = r.precision;
         cudaEvent_t e0, e1;
         CUDA_OK(cudaEventCreate(&e0));
         CUDA_OK(cudaEventCreate(&e1));

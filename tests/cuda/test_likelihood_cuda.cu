@@ -25,6 +25,7 @@
 #include "mas.h"
 
 static int64_t g_checks = 0, g_failures = 0;
+static double g_tf32_worst = 0, g_tf32_worst_abs = 0;
 static char g_case[256];
 
 #define CHECK(ok, ...)                                                                 \
@@ -108,6 +109,7 @@ struct Case {
     bool bst;           /* out laid out [B, states, N] in memory */
     bool frame_major_x; /* x stored [B, J, N] (Glow-TTS z) */
     int32_t x_dtype;
+    int32_t precision;  /* mas_precision: TF32 is checked against an error bound */
 };
 
 static const char *dtype_name(int32_t d) {
@@ -116,10 +118,10 @@ static const char *dtype_name(int32_t d) {
 
 static void run_case(const Case &c) {
     snprintf(g_case, sizeof g_case,
-             "B=%lld N=%lld J=%lld M=%lld S=%lld item=%d mix=%d logstd=%d w=%d len=%d max=%d best=%d bst=%d zx=%d %s",
+             "B=%lld N=%lld J=%lld M=%lld S=%lld item=%d mix=%d logstd=%d w=%d len=%d max=%d best=%d bst=%d zx=%d %s prec=%d",
              (long long)c.B, (long long)c.N, (long long)c.J, (long long)c.M, (long long)c.n_states,
              c.per_item, c.mixture, c.log_std, c.weights, c.lengths, c.max_mode, c.want_best, c.bst,
-             c.frame_major_x, dtype_name(c.x_dtype));
+             c.frame_major_x, dtype_name(c.x_dtype), (int)c.precision);
     const int64_t B = c.B, N = c.N, J = c.J, M = c.M, S = c.n_states, P = 2 * J + 1;
     const int64_t Bp = c.per_item ? B : 1;
     const bool f64 = c.x_dtype == MAS_FLOAT64;
@@ -246,6 +248,8 @@ static void run_case(const Case &c) {
     a.out = {d_out.p, acc, 0, {B, N, S}, {N * S, c.bst ? 1 : S, c.bst ? N : 1}};
     if (c.want_best) a.best = {d_best.p, MAS_INT32, 0, {B, N, S}, {N * S, c.bst ? 1 : S, c.bst ? N : 1}};
     a.flags = c.max_mode ? MAS_LOGLIK_MAX : 0;
+    a.precision = c.precision;
+    const bool tf32 = c.precision != MAS_PRECISION_DEFAULT && !f64;
     st = mas_loglik_cuda(&a, nullptr, 0, nullptr, d_word.p);
     CHECK(st == MAS_OK, "loglik status %d", (int)st);
     CUDA_OK(cudaDeviceSynchronize());
@@ -253,8 +257,8 @@ static void run_case(const Case &c) {
     std::vector<unsigned char> out_h = d_out.get();
     std::vector<int32_t> best_h = d_best.get();
 
-    double worst = 0;
-    int64_t bad_exact = 0, bad_zero = 0, bad_best = 0;
+    double worst = 0, worst_tc = 0, worst_tc_abs = 0;
+    int64_t bad_exact = 0, bad_zero = 0, bad_best = 0, bad_tc = 0;
     for (int64_t b = 0; b < B; b++)
         for (int64_t n = 0; n < N; n++)
             for (int64_t s = 0; s < S; s++) {
@@ -269,7 +273,7 @@ static void run_case(const Case &c) {
                 const int64_t pb = c.per_item ? b : 0;
                 const int64_t g0 = c.mixture ? offsets[s] : s, g1 = c.mixture ? offsets[s + 1] : s + 1;
                 /* direct float64 reference and the float chain */
-                double mx = -INFINITY, chain_best = -INFINITY;
+                double mx = -INFINITY, chain_best = -INFINITY, mag = 0;
                 int64_t arg = g0;
                 std::vector<double> refs, chains;
                 for (int64_t k = g0; k < g1; k++) {
@@ -280,6 +284,13 @@ static void run_case(const Case &c) {
                         double d = xv[(b * N + n) * J + j] - m_;
                         q -= 0.5 * (log(2 * M_PI * var) + d * d / var);
                     }
+                    double m_k = 0; /* sum of |products| of the expansion */
+                    for (int64_t j = 0; j < J; j++) {
+                        double xj = xv[(b * N + n) * J + j];
+                        m_k += fabs(xj * cref[(pb * P + 1 + j) * M + k]) +
+                               fabs(xj * xj * cref[(pb * P + 1 + J + j) * M + k]);
+                    }
+                    mag = fmax(mag, m_k);
                     refs.push_back(q);
                     if (q > mx) mx = q;
                     /* the chain */
@@ -317,6 +328,16 @@ static void run_case(const Case &c) {
                     for (double q : refs) sum += exp(q - mx);
                     ref = mx + log(sum);
                 }
+                if (tf32) {
+                    /* operands rounded to 10 bits: each product off by at most 2^-10 relative */
+                    const double err = fabs(got - ref), bound = 1.2e-3 * mag + 1e-4 * fabs(ref) + 1e-4;
+                    if (!(err <= bound)) bad_tc++;
+                    if (ref != -INFINITY) {
+                        worst_tc_abs = fmax(worst_tc_abs, err);
+                        worst_tc = fmax(worst_tc, err / fmax(1.0, fabs(ref)));
+                    }
+                    continue;
+                }
                 if (g1 - g0 == 1 || c.max_mode) {
                     /* one Gaussian, or the max: the chain's bits exactly */
                     if (memcmp(&got, &chain_best, 8) != 0) bad_exact++;
@@ -332,6 +353,8 @@ static void run_case(const Case &c) {
     CHECK(bad_exact == 0, "%lld cells differ from the fma chain's bits", (long long)bad_exact);
     CHECK(bad_zero == 0, "%lld cells outside the lengths not 0 / -1", (long long)bad_zero);
     CHECK(bad_best == 0, "%lld best indices differ", (long long)bad_best);
+    CHECK(bad_tc == 0, "%lld TF32 cells beyond the error bound", (long long)bad_tc);
+    if (tf32) g_tf32_worst = fmax(g_tf32_worst, worst_tc), g_tf32_worst_abs = fmax(g_tf32_worst_abs, worst_tc_abs);
 }
 
 /* Value errors land in the error word; the call itself returns MAS_OK. */
@@ -430,15 +453,20 @@ int main(int argc, char **argv) {
         c.bst = urand() < 0.5;
         c.frame_major_x = urand() < 0.5;
         c.x_dtype = dtypes[irand(0, 3)];
+        c.precision = urand() < 0.25 ? MAS_PRECISION_TF32 : MAS_PRECISION_DEFAULT;
         run_case(c);
     }
     if (!small) {
         /* shapes of the benchmark rows, smaller: many chunks per state, states over chunks */
-        Case c = {1, 256, 36, 64 * 256, 64, false, true, false, true, false, false, true, false, false, MAS_FLOAT32};
+        Case c = {1, 256, 36, 64 * 256, 64, false, true, false, true, false, false, true, false, false, MAS_FLOAT32, MAS_PRECISION_DEFAULT};
         run_case(c);
-        Case t = {2, 700, 80, 300, 300, true, false, true, false, true, false, false, false, true, MAS_FLOAT32};
+        Case t = {2, 700, 80, 300, 300, true, false, true, false, true, false, false, false, true, MAS_FLOAT32, MAS_PRECISION_DEFAULT};
+        run_case(t);
+        c.precision = t.precision = MAS_PRECISION_TF32;
+        run_case(c);
         run_case(t);
     }
+    printf("TF32: worst error %.3g relative (to max(1, |ref|)), %.3g absolute\n", g_tf32_worst, g_tf32_worst_abs);
     printf("%lld checks, %lld failed\n", (long long)g_checks, (long long)g_failures);
     return g_failures ? 1 : 0;
 }
