@@ -42,6 +42,7 @@ static att_layout layout_for(int64_t N, int64_t M, int32_t accum) {
 size_t mas_attention_cpu_workspace_size(int64_t batch, int64_t n, int64_t m, mas_dtype dtype,
                                         int32_t threads) {
     if (batch < 1 || n < 1 || m < 1) return 0;
+    if (mas_shape_too_big(batch, n, m)) return SIZE_MAX;
     att_layout w = layout_for(n, m, mas_accum_dtype(dtype));
     return MAS_CACHE_LINE + (size_t)soft_team(batch, threads) * w.total +
            MAS_ALIGN_UP((size_t)batch * sizeof(int32_t), MAS_CACHE_LINE);

@@ -58,6 +58,7 @@ static size_t tail_bytes(int64_t batch, const fs_layout *w, int split) {
 size_t mas_forward_sum_cpu_workspace_size(int64_t batch, int64_t tokens, int64_t frames,
                                           mas_dtype dtype, int32_t threads) {
     if (batch < 1 || tokens < 1 || frames < 1) return 0;
+    if (mas_shape_too_big(batch, tokens, frames)) return SIZE_MAX;
     fs_layout w = layout_for(tokens, frames, mas_accum_dtype(dtype));
     return MAS_CACHE_LINE + (size_t)soft_team(batch, threads) * w.total +
            tail_bytes(batch, &w, split_mode(batch, threads));
