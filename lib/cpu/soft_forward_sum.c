@@ -43,7 +43,9 @@ static fs_layout layout_for(int64_t T, int64_t S, int32_t accum) {
 /* With fewer items than threads and a posterior wanted, each item's two
  * sweeps (alpha and the reversed one) run on two threads at once. */
 static int split_mode(int64_t batch, int32_t threads) {
-    return mas_thread_count(threads) > batch;
+    /* item b's sweeps use worker slot b: only with one slot per item (the
+     * team is capped at 256 threads, so more items than that never split) */
+    return mas_thread_count(threads) > batch && soft_team(batch, threads) == batch;
 }
 
 /* Bytes past the worker slots: per item a status and a log_z, then (split

@@ -44,6 +44,12 @@
         if (!(cond)) fz_fail(__VA_ARGS__); \
     } while (0)
 
+/* FZ_DEBUG=1 in the environment: the targets describe each call on stderr. */
+#define fz_debug(...)                                              \
+    do {                                                           \
+        if (getenv("FZ_DEBUG")) fprintf(stderr, __VA_ARGS__);      \
+    } while (0)
+
 /* ---- reading the input ----------------------------------------------- */
 
 /* Bytes of the input, then (when they run out) a generator seeded by them,
