@@ -70,12 +70,15 @@ static dp_view walk_view(const att_item *it, const mas_tensor3 *t, int64_t b) {
     dp_view v;
     v.base = soft_at(t, b, 0, 0);
     v.dtype = t->dtype;
+    /* An axis the item does not walk may have any stride (even one whose
+     * difference with the other overflows): it is never used. */
+    int64_t si = it->n > 1 ? t->stride[1] : 0, sj = it->m > 1 ? t->stride[2] : 0;
     if (it->kind == MAS_ATTENTION_MANY_TO_MANY) {
-        v.stride_state = t->stride[1] - t->stride[2];
-        v.stride_step = t->stride[2];
+        v.stride_state = si - sj;
+        v.stride_step = sj;
     } else {
-        v.stride_state = t->stride[2];
-        v.stride_step = t->stride[1];
+        v.stride_state = sj;
+        v.stride_step = si;
     }
     return v;
 }

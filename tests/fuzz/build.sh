@@ -55,7 +55,7 @@ for src in lib/common/*.c lib/cpu/*.c lib/cuda/no_cuda.c; do
 done
 for src in tests/fuzz/fuzz_*.c; do
   name=$(basename "${src%.c}")
-  if [ ! -x "$OUT/$name" ] || [ -n "$(find "$src" tests/fuzz/fuzz_common.h "${objs[@]}" -newer "$OUT/$name" | head -1)" ]; then
+  if [ ! -x "$OUT/$name" ] || [ -n "$(find "$src" tests/fuzz/*.h "${objs[@]}" -newer "$OUT/$name" | head -1)" ]; then
     # shellcheck disable=SC2086
     "$CC" $CFLAGS $SAN -fsanitize=fuzzer "$src" "${objs[@]}" -lm -lpthread -o "$OUT/$name"
   fi
