@@ -108,9 +108,10 @@ static inline mas_status att_call_status(const att_args *a, const fz_workspace *
 }
 
 /* An array of the logits' shape: dtype `want` mostly, sometimes another
- * or a shape off by one; *expect gets the status it must cause. */
+ * or a shape off by one; *expect gets the status it must cause. An input
+ * (any float dtype accepted) is built over the lengths unless `whole`. */
 static inline int att_array(fz_view *v, fz_reader *r, const att_args *a, int32_t want,
-                            int as_input, mas_status *expect) {
+                            int as_input, int whole, mas_status *expect) {
     uint8_t c = fz_u8(r);
     int64_t d[3] = {a->B, a->N, a->M};
     int32_t dtype = want;
@@ -135,7 +136,7 @@ static inline int att_array(fz_view *v, fz_reader *r, const att_args *a, int32_t
     }
     if (fz_cells(&a->dm) < 0) return 0;
     int64_t nb = a->B;
-    if (as_input) return fz_view_make(v, r, d, dtype, 1, nb, a->rows, a->cols);
+    if (as_input && !whole) return fz_view_make(v, r, d, dtype, 1, nb, a->rows, a->cols);
     return fz_output_make(v, r, d, dtype);
 }
 

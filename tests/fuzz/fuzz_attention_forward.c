@@ -14,7 +14,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fz_workspace ws;
     fz_workspace_make(&ws, &r, a.need);
     mas_status expect = att_call_status(&a, &ws);
-    if (!att_array(&log_phi, &r, &a, a.accum, 0, &expect)) goto out_ws;
+    if (!att_array(&log_phi, &r, &a, a.accum, 0, 1, &expect)) goto out_ws;
 
     int64_t nb = expect == MAS_OK ? a.B : 0;
     mas_status *item_st = (mas_status *)calloc((size_t)nb + 1, sizeof(mas_status));
