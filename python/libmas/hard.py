@@ -128,14 +128,18 @@ def maximum_path(value, mask, *, layout="bts", dtype=None):
     bst = _arrays.check_layout(layout, fname)
     frame, v = _arrays.frame_for(value, fname)
     code = _arrays.value_code(frame, v, fname)
-    batch, _, _ = _shape_checked(v, bst, fname)
+    batch, tokens, frames = _shape_checked(v, bst, fname)
     if tuple(mask.shape) != tuple(v.shape):
         raise ValueError(f"{fname}: mask shape {list(mask.shape)} differs from value shape "
                          f"{list(v.shape)}")
-    x_len, y_len = frame.lengths_from_mask(mask, bst)
     path = frame.empty(tuple(v.shape), frame.native_dtype(dtype, v.dtype))
-    if batch > 0:
-        _run(fname, frame, v, code, x_len, y_len, bst, (path, None, None, None), 0)
+    if batch == 0:  # an empty batch: an empty path, as align gives
+        return frame.restore(path)
+    if tokens == 0 or frames == 0:  # no length can be read from the mask
+        raise ValueError(f"{fname}: value must have at least one token and one frame "
+                         f"(T, S >= 1), got shape {list(v.shape)}")
+    x_len, y_len = frame.lengths_from_mask(mask, bst)
+    _run(fname, frame, v, code, x_len, y_len, bst, (path, None, None, None), 0)
     return frame.restore(path)
 
 
