@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 JOBS ?= 2
 
-.PHONY: bench test venv install c-test cuda-build py-test clean
+.PHONY: bench test venv install c-test cuda-build py-test clean fuzz
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -48,3 +48,10 @@ test: c-test cuda-build py-test
 
 clean:
 	rm -rf build $(VENV)
+
+# libFuzzer targets (tests/fuzz/): FUZZ_SECONDS per target (default 45, a few
+# minutes in all); installs clang's fuzzer runtime with apt-get when it can,
+# else prints the command. Corpus: tests/fuzz/corpus/<target>/ (generated).
+FUZZ_SECONDS ?= 45
+fuzz:
+	FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run.sh

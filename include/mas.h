@@ -13,7 +13,9 @@
  *   - Memory is owned by the caller. A function that needs scratch memory has a
  *     companion *_workspace_size() function; the caller allocates at least that
  *     many bytes (CPU: any alignment; the library aligns inside) and passes them
- *     in. No function allocates, frees, prints, or exits.
+ *     in. No function allocates, frees, prints, or exits. For shapes beyond
+ *     2^52 cells in all, the CPU *_workspace_size() functions return SIZE_MAX
+ *     (no allocation meets it: the call returns MAS_ERR_WORKSPACE_TOO_SMALL).
  *   - Inputs are never modified. Nothing is read or written outside the
  *     per-item lengths, except outputs that are documented as dense (the path
  *     and posterior arrays are written in full, zeros outside the lengths).

@@ -76,6 +76,7 @@ static int32_t team_size(int64_t B, int64_t T, int64_t S, mas_dtype dtype, int32
 size_t mas_hard_cpu_workspace_size(int64_t batch, int64_t tokens, int64_t frames,
                                    mas_dtype dtype, int32_t threads) {
     if (batch < 1 || tokens < 1 || frames < 1) return 0;
+    if (mas_shape_too_big(batch, tokens, frames)) return SIZE_MAX;
     worker_layout w = layout_for(tokens, frames, dtype);
     int32_t n = team_size(batch, tokens, frames, dtype, threads);
     return MAS_CACHE_LINE + (size_t)n * w.total + MAS_ALIGN_UP((size_t)batch * sizeof(int32_t), MAS_CACHE_LINE);

@@ -11,6 +11,17 @@
 #define MAS_CACHE_LINE 64
 #define MAS_ALIGN_UP(x, a) (((x) + (a)-1) / (a) * (a))
 
+/* Shapes too big for any workspace: more than 2^52 cells in all (or one
+ * size beyond that), where the layout arithmetic of the ops (products of
+ * sizes, in bytes, times a team of up to 256 threads) could overflow. Their
+ * *_workspace_size() functions return SIZE_MAX, which no allocation meets. */
+#define MAS_MAX_CELLS ((int64_t)1 << 52)
+static inline int mas_shape_too_big(int64_t batch, int64_t rows, int64_t cols) {
+    int64_t bt, cells;
+    return __builtin_mul_overflow(batch, rows, &bt) || __builtin_mul_overflow(bt, cols, &cells) ||
+           cells > MAS_MAX_CELLS;
+}
+
 /* Threads to use for `threads` (<= 0: one per core available to the process). */
 int32_t mas_thread_count(int32_t threads);
 

@@ -42,6 +42,7 @@ static att_layout layout_for(int64_t N, int64_t M, int32_t accum) {
 size_t mas_attention_cpu_workspace_size(int64_t batch, int64_t n, int64_t m, mas_dtype dtype,
                                         int32_t threads) {
     if (batch < 1 || n < 1 || m < 1) return 0;
+    if (mas_shape_too_big(batch, n, m)) return SIZE_MAX;
     att_layout w = layout_for(n, m, mas_accum_dtype(dtype));
     return MAS_CACHE_LINE + (size_t)soft_team(batch, threads) * w.total +
            MAS_ALIGN_UP((size_t)batch * sizeof(int32_t), MAS_CACHE_LINE);
@@ -69,12 +70,15 @@ static dp_view walk_view(const att_item *it, const mas_tensor3 *t, int64_t b) {
     dp_view v;
     v.base = soft_at(t, b, 0, 0);
     v.dtype = t->dtype;
+    /* An axis the item does not walk may have any stride (even one whose
+     * difference with the other overflows): it is never used. */
+    int64_t si = it->n > 1 ? t->stride[1] : 0, sj = it->m > 1 ? t->stride[2] : 0;
     if (it->kind == MAS_ATTENTION_MANY_TO_MANY) {
-        v.stride_state = t->stride[1] - t->stride[2];
-        v.stride_step = t->stride[2];
+        v.stride_state = si - sj;
+        v.stride_step = sj;
     } else {
-        v.stride_state = t->stride[2];
-        v.stride_step = t->stride[1];
+        v.stride_state = sj;
+        v.stride_step = si;
     }
     return v;
 }

@@ -43,7 +43,9 @@ static fs_layout layout_for(int64_t T, int64_t S, int32_t accum) {
 /* With fewer items than threads and a posterior wanted, each item's two
  * sweeps (alpha and the reversed one) run on two threads at once. */
 static int split_mode(int64_t batch, int32_t threads) {
-    return mas_thread_count(threads) > batch;
+    /* item b's sweeps use worker slot b: only with one slot per item (the
+     * team is capped at 256 threads, so more items than that never split) */
+    return mas_thread_count(threads) > batch && soft_team(batch, threads) == batch;
 }
 
 /* Bytes past the worker slots: per item a status and a log_z, then (split
@@ -58,6 +60,7 @@ static size_t tail_bytes(int64_t batch, const fs_layout *w, int split) {
 size_t mas_forward_sum_cpu_workspace_size(int64_t batch, int64_t tokens, int64_t frames,
                                           mas_dtype dtype, int32_t threads) {
     if (batch < 1 || tokens < 1 || frames < 1) return 0;
+    if (mas_shape_too_big(batch, tokens, frames)) return SIZE_MAX;
     fs_layout w = layout_for(tokens, frames, mas_accum_dtype(dtype));
     return MAS_CACHE_LINE + (size_t)soft_team(batch, threads) * w.total +
            tail_bytes(batch, &w, split_mode(batch, threads));

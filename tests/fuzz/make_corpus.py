@@ -1,0 +1,49 @@
+#!/usr/bin/env python3
+"""Writes the seed corpus of every fuzz target: tests/fuzz/corpus/<target>/.
+
+The targets read their arguments byte by byte (tests/fuzz/fuzz_common.h) and
+fall back on a generator seeded by the input when the bytes run out, so a
+seed is a short prefix steering the first decisions: dims (small, zero,
+huge), dtype, thread count, which outputs, then a few bytes of lengths.
+Seeds are drawn from a fixed random.Random seed: the same corpus every run.
+
+    python3 tests/fuzz/make_corpus.py [--count N]
+"""
+import argparse
+import os
+import random
+
+TARGETS = ["fuzz_hard", "fuzz_forward_sum", "fuzz_attention_forward",
+           "fuzz_attention_backward"]
+
+# First bytes of the decoder: three dims, the dtype, the thread count.
+DIM_BYTES = [0, 1, 3, 7, 11, 15, 199, 205, 216, 221, 230, 245, 255]
+DTYPE_BYTES = [0, 1, 2, 3, 250, 251]
+THREAD_BYTES = [0, 160, 215, 230, 240, 250, 251]
+
+
+def seed(rng):
+    head = [rng.choice(DIM_BYTES) if rng.random() < 0.3 else rng.randrange(0, 199)
+            for _ in range(3)]
+    head += [rng.choice(DTYPE_BYTES), rng.choice(THREAD_BYTES)]
+    tail = bytes(rng.randrange(256) for _ in range(rng.randrange(0, 24)))
+    return bytes(head) + tail
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--count", type=int, default=64)
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "corpus"))
+    args = ap.parse_args()
+    for t, target in enumerate(TARGETS):
+        rng = random.Random(1400 + t)
+        d = os.path.join(args.out, target)
+        os.makedirs(d, exist_ok=True)
+        for k in range(args.count):
+            with open(os.path.join(d, f"seed-{k:03d}"), "wb") as f:
+                f.write(seed(rng))
+    print(f"make_corpus: {args.count} seeds for each of {len(TARGETS)} targets in {args.out}")
+
+
+if __name__ == "__main__":
+    main()
