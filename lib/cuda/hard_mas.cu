@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 
 #include "common/checks.h"
+#include "cuda/device_cache.cuh"
 #include "cuda/hard_backtrack.cuh"
 #include "cuda/hard_common.cuh"
 #include "cuda/hard_forward.cuh"
@@ -33,20 +34,7 @@ uint64_t one_bits(int32_t dtype) {
     }
 }
 
-struct Device {
-    int sms;
-    int smem_optin;
-};
-
-mas_status query_device(Device *d) {
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess) return MAS_ERR_CUDA;
-    if (cudaDeviceGetAttribute(&d->sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&d->smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) !=
-            cudaSuccess)
-        return MAS_ERR_CUDA;
-    return MAS_OK;
-}
+using Device = DeviceInfo;
 
 /* Everything the forward launch needs besides the kernel's template. */
 struct ForwardPlan {
@@ -79,16 +67,14 @@ mas_status launch_forward(ForwardArgs args, int64_t B, const Device &dev, cudaSt
     if (w > max_w) w = max_w;
     ForwardPlan plan;
     int per_sm = 0;
+    static KernelCache cache; /* this kernel's limit and occupancy per warps */
     for (;; ++w) {
         plan.warps = (int)w;
         plan.slabs = (int)((warps_per_item + w - 1) / w);
         plan.smem = (size_t)w * per_warp;
-        if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 (int)plan.smem) != cudaSuccess ||
-            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 32 * plan.warps,
-                                                          plan.smem) != cudaSuccess)
-            return MAS_ERR_CUDA;
-        if (per_sm < 1) return MAS_ERR_CUDA;
+        mas_status st = cached_occupancy(cache, kernel, dev, (int)w, 32 * plan.warps, plan.smem,
+                                         &per_sm);
+        if (st != MAS_OK) return st;
         if (plan.slabs == 1 || B * plan.slabs <= (int64_t)per_sm * dev.sms || w >= max_w ||
             w >= warps_per_item)
             break;
@@ -201,7 +187,7 @@ extern "C" mas_status mas_hard_cuda(const mas_tensor3 *value, const int64_t *x_l
     const HardLayout L = hard_layout(B, T, S, dtype);
     if (workspace_size < L.total) return MAS_ERR_WORKSPACE_TOO_SMALL;
     Device dev;
-    st = query_device(&dev);
+    st = current_device(&dev);
     if (st != MAS_OK) return st;
     cudaStream_t s = (cudaStream_t)stream;
     unsigned char *ws = align_workspace(workspace);

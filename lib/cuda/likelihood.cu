@@ -7,39 +7,13 @@
 
 #include "common/checks.h"
 #include "common/gauss_coef.h"
+#include "cuda/device_cache.cuh"
 #include "cuda/loglik_kernel.cuh"
 #include "mas.h"
 
 using namespace mas_cuda;
 
 namespace {
-
-constexpr int kMaxDevices = 64;
-
-/* Per device: multiprocessors, the opt-in shared memory of a block, and which
- * kernels had their shared-memory limit raised (bit per kernel variant). */
-struct DeviceInfo {
-    int sms = 0, smem_optin = 0;
-    unsigned raised = 0;
-};
-DeviceInfo g_devices[kMaxDevices];
-
-mas_status device_info(DeviceInfo **out) {
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= kMaxDevices) return MAS_ERR_CUDA;
-    DeviceInfo *d = &g_devices[dev];
-    if (d->sms == 0) {
-        int sms = 0, smem = 0;
-        if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-            cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) !=
-                cudaSuccess)
-            return MAS_ERR_CUDA;
-        d->smem_optin = smem;
-        d->sms = sms; /* last: a racing thread sees either 0 or both */
-    }
-    *out = d;
-    return MAS_OK;
-}
 
 /* ---- coefficients --------------------------------------------------------- */
 
@@ -85,17 +59,14 @@ template <typename TA, int TF, int KS> size_t loglik_smem(bool mix, bool tc) {
 }
 
 template <typename TA, typename TX, int TF, int KS, bool MIX, bool TC = false>
-mas_status launch_loglik(LLParams p, DeviceInfo *dev, int bit, cudaStream_t stream) {
+mas_status launch_loglik(LLParams p, const DeviceInfo *dev, cudaStream_t stream) {
     using G = LLGeom<TA, TF, KS>;
     auto kernel = loglik_kernel<TA, TX, TF, KS, MIX, TC>;
     const size_t smem = loglik_smem<TA, TF, KS>(MIX, TC);
     if (smem > (size_t)dev->smem_optin) return MAS_ERR_CUDA;
-    if (smem > 48 * 1024 && !(dev->raised & (1u << bit))) {
-        if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 (int)smem) != cudaSuccess)
-            return MAS_ERR_CUDA;
-        dev->raised |= 1u << bit;
-    }
+    static KernelCache cache; /* the limit is raised once per device */
+    mas_status st = ensure_smem(cache, kernel, *dev, smem);
+    if (st != MAS_OK) return st;
     /* ranges of
      * Gaussians of whole chunks, enough units for several waves */
     p.slices = (2 * p.J + G::KS - 1) / G::KS;
@@ -114,19 +85,19 @@ mas_status launch_loglik(LLParams p, DeviceInfo *dev, int bit, cudaStream_t stre
 }
 
 template <typename TA, typename TX>
-mas_status dispatch_loglik(const LLParams &p, DeviceInfo *dev, int bit, cudaStream_t stream,
+mas_status dispatch_loglik(const LLParams &p, const DeviceInfo *dev, cudaStream_t stream,
                            int32_t precision) {
     constexpr int TF = sizeof(TA) == 4 ? 8 : 4;
     if constexpr (sizeof(TA) == 4) {
         /* tensor cores: TF32 (bf16 runs the TF32 path for now) */
         if (precision != MAS_PRECISION_DEFAULT)
-            return p.offsets ? launch_loglik<TA, TX, TF, 8, true, true>(p, dev, 12 + 2 * bit, stream)
-                             : launch_loglik<TA, TX, TF, 8, false, true>(p, dev, 13 + 2 * bit, stream);
+            return p.offsets ? launch_loglik<TA, TX, TF, 8, true, true>(p, dev, stream)
+                             : launch_loglik<TA, TX, TF, 8, false, true>(p, dev, stream);
     }
     /* the mixture kernel has no registers to spare for wider slices */
-    if (p.offsets) return launch_loglik<TA, TX, TF, 8, true>(p, dev, 3 * bit, stream);
-    if ((2 * p.J) % 16 == 0) return launch_loglik<TA, TX, TF, 16, false>(p, dev, 3 * bit + 1, stream);
-    return launch_loglik<TA, TX, TF, 8, false>(p, dev, 3 * bit + 2, stream);
+    if (p.offsets) return launch_loglik<TA, TX, TF, 8, true>(p, dev, stream);
+    if ((2 * p.J) % 16 == 0) return launch_loglik<TA, TX, TF, 16, false>(p, dev, stream);
+    return launch_loglik<TA, TX, TF, 8, false>(p, dev, stream);
 }
 
 } // namespace
@@ -136,11 +107,11 @@ extern "C" mas_status mas_gauss_coef_cuda(const mas_gauss_params *params,
                                           uint64_t *error_word) {
     mas_status st = mas_gauss_coef_check_call(params, coef);
     if (st != MAS_OK) return st;
-    DeviceInfo *dev = nullptr;
-    if ((st = device_info(&dev)) != MAS_OK) return st;
+    DeviceInfo dev;
+    if ((st = current_device(&dev)) != MAS_OK) return st;
     const int64_t total = params->means.dim[0] * params->means.dim[1];
     int64_t blocks = (total + 255) / 256;
-    if (blocks > (int64_t)dev->sms * 32) blocks = (int64_t)dev->sms * 32;
+    if (blocks > (int64_t)dev.sms * 32) blocks = (int64_t)dev.sms * 32;
     cudaStream_t s = (cudaStream_t)stream;
     if (coef->dtype == MAS_FLOAT32)
         gauss_coef_kernel<float><<<(unsigned)blocks, 256, 0, s>>>(
@@ -165,8 +136,8 @@ extern "C" mas_status mas_loglik_cuda(const mas_loglik_args *args, void *workspa
     (void)workspace_size;
     mas_status st = mas_loglik_check_call(args);
     if (st != MAS_OK) return st;
-    DeviceInfo *dev = nullptr;
-    if ((st = device_info(&dev)) != MAS_OK) return st;
+    DeviceInfo dev;
+    if ((st = current_device(&dev)) != MAS_OK) return st;
     LLParams p = {};
     p.x = args->x.data;
     p.x_dtype = args->x.dtype;
@@ -197,9 +168,9 @@ extern "C" mas_status mas_loglik_cuda(const mas_loglik_args *args, void *workspa
     p.error_word = error_word;
     cudaStream_t s = (cudaStream_t)stream;
     switch (args->x.dtype) {
-    case MAS_FLOAT64: return dispatch_loglik<double, double>(p, dev, 0, s, args->precision);
-    case MAS_FLOAT16: return dispatch_loglik<float, __half>(p, dev, 1, s, args->precision);
-    case MAS_BFLOAT16: return dispatch_loglik<float, __nv_bfloat16>(p, dev, 2, s, args->precision);
-    default: return dispatch_loglik<float, float>(p, dev, 3, s, args->precision);
+    case MAS_FLOAT64: return dispatch_loglik<double, double>(p, &dev, s, args->precision);
+    case MAS_FLOAT16: return dispatch_loglik<float, __half>(p, &dev, s, args->precision);
+    case MAS_BFLOAT16: return dispatch_loglik<float, __nv_bfloat16>(p, &dev, s, args->precision);
+    default: return dispatch_loglik<float, float>(p, &dev, s, args->precision);
     }
 }

@@ -34,6 +34,7 @@
 #ifndef MAS_CUDA_SOFT_SWEEP_CUH
 #define MAS_CUDA_SOFT_SWEEP_CUH
 
+#include "cuda/device_cache.cuh"
 #include "cuda/dp_link.cuh"
 #include "cuda/soft_common.cuh"
 
@@ -563,10 +564,11 @@ static inline mas_status soft_launch_nw(const Plan &plan, int64_t blocks, int nw
                                         cudaStream_t stream) {
     const size_t smem = soft_smem_bytes(nw, Cell::NIN, sizeof(TA), sizeof(typename Cell::Edge));
     auto kernel = soft_sweep<TA, Cell, Plan>;
-    if (smem > 48 * 1024 &&
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) !=
-            cudaSuccess)
-        return MAS_ERR_CUDA;
+    static KernelCache cache; /* the limit is raised once per device */
+    DeviceInfo dev;
+    mas_status st = current_device(&dev);
+    if (st == MAS_OK) st = ensure_smem(cache, kernel, dev, smem);
+    if (st != MAS_OK) return st;
     kernel<<<(unsigned)blocks, nw * 64, smem, stream>>>(plan, g); /* and a helper each */
     return cudaGetLastError() == cudaSuccess ? MAS_OK : MAS_ERR_CUDA;
 }
@@ -602,12 +604,9 @@ static inline mas_status soft_launch(const Plan &plan, int64_t B, int64_t n_stat
     }
     /* Fewer warps a block where the device's shared memory is smaller
      * (the tiles of float64 attention's backward take 36 KB a warp pair). */
-    int dev = 0, smem_limit = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&smem_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) !=
-            cudaSuccess)
-        return MAS_ERR_CUDA;
-    const size_t fits = (size_t)smem_limit - 64; /* the kernel's static words */
+    DeviceInfo dev;
+    if (current_device(&dev) != MAS_OK) return MAS_ERR_CUDA;
+    const size_t fits = (size_t)dev.smem_optin - 64; /* the kernel's static words */
     while (nw > 1 && soft_smem_bytes(nw, Cell::NIN, sizeof(TA), sizeof(typename Cell::Edge)) > fits) {
         nw--;
         if (seg_states > (int64_t)nw * 32) seg_states = (int64_t)nw * 32;
