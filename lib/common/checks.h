@@ -54,4 +54,65 @@ static inline mas_status mas_hard_check_call(const mas_tensor3 *value, const int
     return MAS_OK;
 }
 
+/* ---- Likelihoods (mas.h section 6): host-side checks shared by the CPU and
+ * CUDA entry points. Neither reads a value behind a pointer. ---- */
+
+/* Everything about a mas_gauss_coef_* call that can be checked without its
+ * values: NULLs, dtypes (parameters any float, coef float32/float64), the
+ * spread kind, and shapes: spread like means [B or 1, M, J], log_weights
+ * [means' B, 1, M], coef [means' B, 2J+1, M]. */
+static inline mas_status mas_gauss_coef_check_call(const mas_gauss_params *params,
+                                                   const mas_tensor3 *coef) {
+    if (!params || !coef) return MAS_ERR_NULL_POINTER;
+    mas_status st = mas_check_tensor(&params->means, MAS_ANY_FLOAT);
+    if (st == MAS_OK) st = mas_check_tensor(&params->spread, MAS_ANY_FLOAT);
+    if (st == MAS_OK && params->log_weights.data)
+        st = mas_check_tensor(&params->log_weights, MAS_ANY_FLOAT);
+    if (st == MAS_OK) st = mas_check_tensor(coef, MAS_ANY_FLOAT);
+    if (st != MAS_OK) return st;
+    if (coef->dtype != MAS_FLOAT32 && coef->dtype != MAS_FLOAT64) return MAS_ERR_BAD_DTYPE;
+    if (params->spread_kind != MAS_SPREAD_VARIANCE && params->spread_kind != MAS_SPREAD_LOG_STD)
+        return MAS_ERR_BAD_ARGUMENT;
+    const int64_t *d = params->means.dim;
+    if (!mas_same_dims(&params->spread, &params->means)) return MAS_ERR_BAD_SHAPE;
+    if (params->log_weights.data &&
+        (params->log_weights.dim[0] != d[0] || params->log_weights.dim[1] != 1 ||
+         params->log_weights.dim[2] != d[1]))
+        return MAS_ERR_BAD_SHAPE;
+    if (d[2] > (INT64_MAX - 1) / 2) return MAS_ERR_BAD_SHAPE;
+    if (coef->dim[0] != d[0] || coef->dim[1] != 2 * d[2] + 1 || coef->dim[2] != d[1])
+        return MAS_ERR_BAD_SHAPE;
+    return MAS_OK;
+}
+
+/* Everything about a mas_loglik_* call that can be checked without its
+ * values: NULLs, dtypes (x any float; coef and out of x's accumulator type,
+ * best int32), flags and precision, and shapes: coef [B or 1, 2J+1, M] for
+ * x [B, N, J], n_states >= 1 (= M when offsets is NULL), out and best
+ * [B, N, n_states]. Offsets and lengths are values (device memory on CUDA). */
+static inline mas_status mas_loglik_check_call(const mas_loglik_args *args) {
+    if (!args) return MAS_ERR_NULL_POINTER;
+    mas_status st = mas_check_tensor(&args->x, MAS_ANY_FLOAT);
+    if (st != MAS_OK) return st;
+    int32_t acc = mas_accum_dtype(args->x.dtype);
+    st = mas_check_tensor(&args->coef, acc);
+    if (st == MAS_OK) st = mas_check_tensor(&args->out, acc);
+    if (st == MAS_OK && args->best.data) st = mas_check_tensor(&args->best, MAS_INT32);
+    if (st != MAS_OK) return st;
+    if ((args->flags & ~MAS_LOGLIK_MAX) != 0u || args->precision < MAS_PRECISION_DEFAULT ||
+        args->precision > MAS_PRECISION_BF16)
+        return MAS_ERR_BAD_ARGUMENT;
+    const int64_t *x = args->x.dim;
+    if (x[2] > (INT64_MAX - 1) / 2) return MAS_ERR_BAD_SHAPE;
+    if (args->coef.dim[1] != 2 * x[2] + 1) return MAS_ERR_BAD_SHAPE;
+    if (args->coef.dim[0] != 1 && args->coef.dim[0] != x[0]) return MAS_ERR_BAD_SHAPE;
+    if (args->n_states < 1 || args->n_states > args->coef.dim[2]) return MAS_ERR_BAD_SHAPE;
+    if (!args->offsets && args->n_states != args->coef.dim[2]) return MAS_ERR_BAD_SHAPE;
+    if (args->out.dim[0] != x[0] || args->out.dim[1] != x[1] ||
+        args->out.dim[2] != args->n_states)
+        return MAS_ERR_BAD_SHAPE;
+    if (args->best.data && !mas_same_dims(&args->best, &args->out)) return MAS_ERR_BAD_SHAPE;
+    return MAS_OK;
+}
+
 #endif
