@@ -38,6 +38,9 @@ def _parser():
     bench.add_argument("--seed", type=int, default=0)
     bench.add_argument("--plot", metavar="FILE.png", help="also write a plot (matplotlib)")
     bench.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    bench.add_argument("--likelihood", action="store_true",
+                       help="time the likelihood kernels (GMM, Glow-TTS logp) against "
+                            "PyTorch / NumPy instead of hard MAS")
     return parser
 
 
@@ -46,6 +49,11 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.command != "bench":
         parser.print_help()
+        return 0
+    if args.likelihood:
+        from . import bench_likelihood
+
+        bench_likelihood.run(args)
         return 0
     if args.T is None:
         args.T = [128, 256, 512, 1024] + ([2048] if args.device == "cuda" else [])
