@@ -178,38 +178,44 @@ typedef struct lk_red {
     int32_t best[LK_FT];
 } lk_red;
 
-/* Reduces score rows [lo, hi) of sc (global Gaussian index k0 + row). */
-static inline void lk_reduce(const real *sc, int64_t lo, int64_t hi, int64_t k0, int want_sum,
-                             int want_best, lk_red *r) {
-    const real *row = sc + lo * LK_FT;
-    for (int f = 0; f < LK_FT; f++) r->m[f] = row[f];
+/* Reduces score rows [lo, hi) of sc (global Gaussian index k0 + row). The
+ * lanes live in local arrays (registers) across the rows. */
+static inline void lk_reduce(const real *restrict sc, int64_t lo, int64_t hi, int64_t k0,
+                             int want_sum, int want_best, lk_red *restrict r) {
+    real m[LK_FT];
+    const real *restrict row = sc + lo * LK_FT;
+    for (int f = 0; f < LK_FT; f++) m[f] = row[f];
     if (want_best) {
-        for (int f = 0; f < LK_FT; f++) r->best[f] = (int32_t)(k0 + lo);
+        int32_t bi[LK_FT];
+        for (int f = 0; f < LK_FT; f++) bi[f] = (int32_t)(k0 + lo);
         for (int64_t k = lo + 1; k < hi; k++) {
             row = sc + k * LK_FT;
             int32_t idx = (int32_t)(k0 + k);
             for (int f = 0; f < LK_FT; f++) {
-                int gt = row[f] > r->m[f];
-                r->m[f] = gt ? row[f] : r->m[f];
-                r->best[f] = gt ? idx : r->best[f];
+                int gt = row[f] > m[f];
+                m[f] = gt ? row[f] : m[f];
+                bi[f] = gt ? idx : bi[f];
             }
         }
+        memcpy(r->best, bi, sizeof bi);
     } else {
         for (int64_t k = lo + 1; k < hi; k++) {
             row = sc + k * LK_FT;
-            for (int f = 0; f < LK_FT; f++) r->m[f] = row[f] > r->m[f] ? row[f] : r->m[f];
+            for (int f = 0; f < LK_FT; f++) m[f] = row[f] > m[f] ? row[f] : m[f];
         }
     }
+    memcpy(r->m, m, sizeof m);
     if (!want_sum) return;
-    real ms[LK_FT];
+    real ms[LK_FT], sum[LK_FT];
     for (int f = 0; f < LK_FT; f++) {
-        ms[f] = r->m[f] == -INFINITY ? 0 : r->m[f];
-        r->s[f] = 0;
+        ms[f] = m[f] == -INFINITY ? 0 : m[f];
+        sum[f] = 0;
     }
     for (int64_t k = lo; k < hi; k++) {
         row = sc + k * LK_FT;
-        for (int f = 0; f < LK_FT; f++) r->s[f] += lk_exp_nonpos(row[f] - ms[f]);
+        for (int f = 0; f < LK_FT; f++) sum[f] += lk_exp_nonpos(row[f] - ms[f]);
     }
+    memcpy(r->s, sum, sizeof sum);
 }
 
 /* Folds an earlier part of the same state (run, lanes at run_at) into r. */
