@@ -293,17 +293,23 @@ void LK_NAME(lk_unit_)(const lk_job *job, int64_t unit, char *ws) {
     real *run_s = (real *)lk_carve(&p, sizeof(real) * (size_t)job->block);
     int32_t *run_b = (int32_t *)lk_carve(&p, sizeof(int32_t) * (size_t)job->block);
 
-    /* The frames, expanded once: rows x_j then x_j^2 (each square rounded). */
+    /* The frames, expanded once: rows x_j then x_j^2 (each square rounded),
+     * tile by tile, so that a tile's 2J rows of LK_FT lanes are contiguous
+     * (rows a power of two apart would collide in the L1 sets). */
     const char *xb = (const char *)a->x.data;
-    for (int64_t j = 0; j < J; j++) {
-        real *ex = e + j * ld, *ex2 = e + (J + j) * ld;
-        for (int64_t f = 0; f < nv; f++) {
-            int64_t off = b * a->x.stride[0] + (n0 + f) * a->x.stride[1] + j * a->x.stride[2];
-            real x = lk_load_x(xb, off, a->x.dtype);
-            ex[f] = x;
-            ex2[f] = x * x;
+    for (int64_t t0 = 0; t0 < ld; t0 += LK_FT) {
+        real *et = e + t0 * R;
+        for (int64_t j = 0; j < J; j++) {
+            real *ex = et + j * LK_FT, *ex2 = et + (J + j) * LK_FT;
+            for (int64_t f = 0; f < LK_FT; f++) {
+                real x = 0;
+                if (t0 + f < nv)
+                    x = lk_load_x(xb, b * a->x.stride[0] + (n0 + t0 + f) * a->x.stride[1] +
+                                      j * a->x.stride[2], a->x.dtype);
+                ex[f] = x;
+                ex2[f] = x * x;
+            }
         }
-        for (int64_t f = nv; f < ld; f++) ex[f] = ex2[f] = 0;
     }
 
     const real *coef = (const real *)a->coef.data;
@@ -340,7 +346,7 @@ void LK_NAME(lk_unit_)(const lk_job *job, int64_t unit, char *ws) {
 
         for (int64_t t0 = 0; t0 < nv; t0 += LK_FT) {
             for (int64_t gb = 0; gb < n_blk; gb++)
-                lk_micro(cpk + gb * P * LK_G, e + t0, ld, R, sc + gb * LK_G * LK_FT);
+                lk_micro(cpk + gb * P * LK_G, e + t0 * R, LK_FT, R, sc + gb * LK_G * LK_FT);
             const int64_t nf = nv - t0 < LK_FT ? nv - t0 : LK_FT;
             for (int64_t st = s; st < touched; st++) {
                 const int64_t k_lo = lk_off(job, st), k_hi = lk_off(job, st + 1);
