@@ -188,7 +188,6 @@ static mas_status plan(const mas_loglik_args *a, int32_t threads, lk_job *job, i
     job->offsets = a->offsets;
     job->want_max = (a->flags & MAS_LOGLIK_MAX) != 0u;
     job->want_best = a->best.data != NULL;
-    if (job->want_best && job->gaussians > INT32_MAX) return MAS_ERR_BAD_SHAPE;
     int level = isa_level(), f64 = a->x.dtype == MAS_FLOAT64;
     geometry(level, f64, &job->geo);
     const int64_t ft = job->geo.ft, g = job->geo.g;

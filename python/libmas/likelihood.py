@@ -572,10 +572,8 @@ def _autograd(torch):
                                    need_coef)
             dm = dl = None
             if need_coef:
-                m = mean.requires_grad_(False)
-                ls = log_std.requires_grad_(False)
-                pm = m.detach().requires_grad_(ctx.needs_input_grad[1])
-                pl = ls.detach().requires_grad_(ctx.needs_input_grad[2])
+                pm = mean.detach().requires_grad_(ctx.needs_input_grad[1])
+                pl = log_std.detach().requires_grad_(ctx.needs_input_grad[2])
                 dm, dl = _param_grads(torch, lambda a, b: _tts_coef_expr(torch, a, b),
                                       (pm, pl), dcoef, out.dtype)
                 dm = dm.to(ctx.dtypes[1]) if dm is not None else None
