@@ -206,7 +206,11 @@ def test_gmm_torch_dtypes(torch, rng):
 
 def test_gmm_gradcheck(torch, rng):
     mu, var, lw, sizes = random_model(rng, 4, 4, 3)
-    sizes[0] = 1
+    mu, var, lw = mu[:-1], var[:-1], lw[:-1]  # the last state loses a Gaussian...
+    sizes = [1] + sizes[:-1] + ([sizes[-1] - 1] if sizes[-1] > 1 else [])  # ...one of 1 first
+    mu = np.concatenate([mu[:0], rng.uniform(-1, 1, (1, 3)), mu])
+    var = np.concatenate([rng.uniform(0.5, 2, (1, 3)), var])
+    lw = np.concatenate([[-0.5], lw])
     x = rng.standard_normal((2, 5, 3))
     args = [torch.tensor(a, requires_grad=True) for a in (x, mu, var, lw)]
     f = lambda x_, m_, v_, w_: libmas.gmm_loglik(x_, m_, v_, w_, sizes)  # noqa: E731
