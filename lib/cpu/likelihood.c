@@ -9,11 +9,11 @@
 
 #include "common/checks.h"
 #include "common/convert.h"
+#include "common/gauss_coef.h"
 #include "cpu/dp_core.h"
 #include "cpu/likelihood.h"
 #include "cpu/parallel.h"
 
-#define LK_LOG_2PI 1.83787706640934548356
 
 static void set_err(mas_error *err, mas_status st, int64_t item) {
     if (err) {
@@ -64,12 +64,10 @@ static void note_bad(coef_ctx *c, int64_t idx) {
     }
 }
 
-/* For every Gaussian, in float64 with j increasing (the same arithmetic a
- * CUDA version makes, so both round to the same coefficients):
- *   var  = spread (VARIANCE) or exp(2 * log_std); log var = log(spread) or 2 * log_std
- *   a_j  = mu_j / var_j;  b_j = -0.5 / var_j
- *   sum  = sum + ((log(2 pi) + log var_j) + (mu_j * mu_j) / var_j)
- *   K    = log_w - 0.5 * sum */
+/* For every Gaussian: the float64 arithmetic of common/gauss_coef.h (the
+ * same functions the CUDA kernel calls, so both backends store the same
+ * bits), then the stored (rounded) values checked: a, b finite, b nonzero,
+ * K finite or -inf from a weight of 0. */
 static void coef_block(void *vctx, int64_t item, int32_t rank) {
     (void)rank;
     coef_ctx *c = (coef_ctx *)vctx;
@@ -78,23 +76,22 @@ static void coef_block(void *vctx, int64_t item, int32_t rank) {
     const int64_t b = item / c->blocks_per_item;
     const int64_t k0 = item % c->blocks_per_item * COEF_BLOCK;
     const int64_t k1 = k0 + COEF_BLOCK < M ? k0 + COEF_BLOCK : M;
-    const int log_std = p->spread_kind == MAS_SPREAD_LOG_STD;
     for (int64_t k = k0; k < k1; k++) {
         double lw = p->log_weights.data ? load_f(&p->log_weights, b, 0, k) : 0.0;
-        int bad = lw != lw || lw == INFINITY;
+        int bad = !mas_gauss_log_weight_ok(lw);
         double sum = 0.0;
         for (int64_t j = 0; j < J; j++) {
-            double mu = load_f(&p->means, b, k, j), sp = load_f(&p->spread, b, k, j);
-            double var = log_std ? exp(2.0 * sp) : sp;
-            double log_var = log_std ? 2.0 * sp : log(sp);
-            bad |= !isfinite(mu) || !isfinite(sp) || !(var > 0.0) || var == INFINITY;
-            double a = store_coef(c->coef, b, 1 + j, k, mu / var);
-            double q = store_coef(c->coef, b, 1 + J + j, k, -0.5 / var);
-            bad |= !isfinite(a) || !isfinite(q) || q == 0.0;
-            sum = sum + ((LK_LOG_2PI + log_var) + (mu * mu) / var);
+            double a = 0, q = 0, kt = 0;
+            if (!mas_gauss_coef_dim(load_f(&p->means, b, k, j), load_f(&p->spread, b, k, j),
+                                    p->spread_kind, &a, &q, &kt))
+                bad = 1;
+            sum = sum + kt;
+            double a_r = store_coef(c->coef, b, 1 + j, k, a);
+            double q_r = store_coef(c->coef, b, 1 + J + j, k, q);
+            if (!mas_gauss_coef_stored_ok(a_r, q_r)) bad = 1;
         }
-        double kk = store_coef(c->coef, b, 0, k, lw - 0.5 * sum);
-        bad |= kk != kk || kk == INFINITY || (kk == -INFINITY && lw != -INFINITY);
+        double kk = store_coef(c->coef, b, 0, k, mas_gauss_coef_k(lw, sum));
+        if (!mas_gauss_coef_k_ok(kk, lw)) bad = 1;
         if (bad) note_bad(c, b * M + k);
     }
 }
