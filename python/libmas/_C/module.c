@@ -57,6 +57,10 @@ static PyMethodDef methods[] = {
      "grad_logits, workspace, how, error_word) -> (status, item)"},
     {"soft_workspace_size", (PyCFunction)(void (*)(void))mas_py_soft_workspace_size,
      METH_FASTCALL, "soft_workspace_size(op, cuda, B, T, S, dtype, threads) -> bytes"},
+    {"topo", (PyCFunction)(void (*)(void))mas_py_topo, METH_FASTCALL,
+     "Viterbi or forward-sum over a topology (mas.h section 7)."},
+    {"topo_workspace_size", (PyCFunction)(void (*)(void))mas_py_topo_workspace_size,
+     METH_FASTCALL, "Workspace bytes of topo."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "libmas._C",

@@ -22,4 +22,8 @@ PyObject *mas_py_soft_workspace_size(PyObject *self, PyObject *const *args, Py_s
 /* baseline.c */
 PyObject *mas_py_baseline_glow(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
+/* topology.c */
+PyObject *mas_py_topo(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *mas_py_topo_workspace_size(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+
 #endif
