@@ -158,6 +158,29 @@ static void fill_tile(const dp_view *v, int64_t s0, int64_t lanes, int64_t t0,
             for (int64_t l = 0; l < lanes; l++) dst[k * DP_W + l] = col[k * v->stride_step + l];
         first = lanes;
     }
+    if (rows) {
+        /* gathered rows (labels' columns of frame log-probs): step by step,
+         * each step's few rows of memory serve every lane; the cut cells
+         * are padded below */
+#define GATHER_ROWS(TYPE, CONVERT)                                                \
+        for (int64_t k = 0; k < steps; k++) {                                     \
+            const TYPE *at = (const TYPE *)v->base + (t0 + k) * v->stride_step;   \
+            for (int64_t l = 0; l < lanes; l++)                                   \
+                dst[k * DP_W + l] = (DP_REAL)CONVERT(at[rows[s0 + l] * v->stride_state]); \
+        }
+#define AS_IS(x) (x)
+        switch (v->dtype) {
+        case MAS_FLOAT32: GATHER_ROWS(float, AS_IS); break;
+        case MAS_FLOAT64: GATHER_ROWS(double, AS_IS); break;
+        case MAS_FLOAT16: GATHER_ROWS(uint16_t, mas_f16_to_f32); break;
+        case MAS_BFLOAT16: GATHER_ROWS(uint16_t, mas_bf16_to_f32); break;
+        default: break;
+        }
+#undef AS_IS
+#undef GATHER_ROWS
+#define AS_IS(x) (x)
+        first = lanes;
+    }
     s0 += first;
     lanes -= first;
     dst += first;

@@ -14,6 +14,13 @@
  * alpha' then holds e(t,s) + the paths from (t,s) to the end, so
  *   gamma(t,s) = exp(alpha(t,s) + alpha'(t',s') - e(t,s) - log_z).
  * Items run in parallel, one per thread. */
+/* The posterior's per-state loops are branch-free so that they vectorise:
+ * GCC if-converts them only without -ftrapping-math (nothing here reads FP
+ * flags). */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
+
 #include <math.h>
 #include <string.h>
 
@@ -21,6 +28,7 @@
 #include "cpu/dp_core.h"
 #include "cpu/parallel.h"
 #include "cpu/soft_common.h"
+#include "cpu/soft_math.h"
 #include "mas.h"
 
 int64_t mas_topology_states(const mas_topology *t, int64_t tokens) {
@@ -459,28 +467,80 @@ mas_status mas_viterbi_cpu(const mas_topo_args *args, const mas_topo_hard_output
     return mas_first_item_error(c.status, B, err);
 }
 
-/* gamma(t,s) of a swept item into the posterior and / or the gradient. */
-static void combine(const topo_call *c, const topo_item *it, double log_z) {
+/* One state's row: ev[t] = e(t, s) converted to the accumulator type. */
+static void emission_row(const mas_topo_args *a, const topo_item *it, int64_t s, void *ev,
+                         int32_t accum) {
+    const mas_tensor3 *e = &a->emissions;
+    const void *base = a->gathered ? soft_at(e, it->b, 0, it->rows[s]) : soft_at(e, it->b, s, 0);
+    int64_t stride = a->gathered ? e->stride[1] : e->stride[2];
+    if (accum == MAS_FLOAT32 && e->dtype == MAS_FLOAT32) {
+        const float *src = (const float *)base;
+        for (int64_t t = 0; t < it->S; t++) ((float *)ev)[t] = src[t * stride];
+        return;
+    }
+    for (int64_t t = 0; t < it->S; t++) soft_store(ev, accum, t, soft_load(base, e->dtype, t * stride));
+}
+
+/* g[t] = exp(alpha[t] + beta~[S-1-t] - ev[t] - log_z), 0 where alpha or
+ * beta~ is -inf (no path crosses the cell); the exponent, a log probability,
+ * clamped to <= 0 against rounding. */
+SOFT_CLONES static void gamma_row_f32(const float *al, const float *be_last, const float *ev,
+                                      float lz, int64_t S, float *g) {
+    for (int64_t t = 0; t < S; t++) {
+        float a = al[t], e = be_last[-t];
+        float x = a + e - ev[t] - lz;
+        x = x > 0 ? 0 : x;
+        x = (a == -INFINITY || e == -INFINITY) ? -INFINITY : x;
+        g[t] = sm_exp_nonpos(x);
+    }
+}
+
+static void gamma_row_f64(const double *al, const double *be_last, const double *ev,
+                          double lz, int64_t S, double *g) {
+    for (int64_t t = 0; t < S; t++) {
+        double a = al[t], e = be_last[-t];
+        double x = a + e - ev[t] - lz;
+        x = x > 0 ? 0 : x;
+        g[t] = (a == -INFINITY || e == -INFINITY) ? 0 : exp(x);
+    }
+}
+
+/* gamma(t,s) of a swept item into the posterior and / or the gradient, state
+ * by state; the edge and skip-edge buffers (free after the sweeps, at least
+ * S values each) hold a row of gamma and of emissions. */
+static void combine(const topo_call *c, topo_item *it, double log_z) {
     const mas_topo_soft_outputs *o = c->soft;
-    const mas_topo_args *a = c->a;
     int64_t n = it->n, S = it->S;
     const mas_tensor3 *post = o->posterior.data ? &o->posterior : NULL;
     const mas_tensor3 *grad = o->grad.data ? &o->grad : NULL;
-    for (int64_t s = 0; s < n; s++)
-        for (int64_t t = 0; t < S; t++) {
-            double al = soft_load(it->alpha, c->accum, s * S + t);
-            double be = soft_load(it->beta, c->accum, (n - 1 - s) * S + (S - 1 - t));
-            double g = 0;
-            if (al != -INFINITY && be != -INFINITY) {
-                double x = al + be - emission_at(a, it, t, s) - log_z;
-                g = exp(x > 0 ? 0 : x);
-            }
-            if (post) soft_store(soft_at(post, it->b, s, t), c->accum, 0, g);
-            if (grad && g != 0) {
-                void *at = soft_at(grad, it->b, t, it->rows[s]);
-                soft_store(at, c->accum, 0, soft_load(at, c->accum, 0) + g);
-            }
+    size_t as = soft_accum_size(c->accum);
+    void *g = it->edge, *ev = it->skip_edge;
+    for (int64_t s = 0; s < n; s++) {
+        emission_row(c->a, it, s, ev, c->accum);
+        const uint8_t *al = (const uint8_t *)it->alpha + (size_t)(s * S) * as;
+        const uint8_t *be = (const uint8_t *)it->beta + (size_t)((n - 1 - s) * S + S - 1) * as;
+        if (c->accum == MAS_FLOAT64)
+            gamma_row_f64((const double *)al, (const double *)be, (const double *)ev, log_z, S,
+                          (double *)g);
+        else
+            gamma_row_f32((const float *)al, (const float *)be, (const float *)ev, (float)log_z,
+                          S, (float *)g);
+        if (post) {
+            if (c->accum == MAS_FLOAT32 && post->stride[2] == 1)
+                memcpy(soft_at(post, it->b, s, 0), g, (size_t)S * as);
+            else
+                for (int64_t t = 0; t < S; t++)
+                    soft_store(soft_at(post, it->b, s, t), c->accum, 0, soft_load(g, c->accum, t));
         }
+        if (grad) {
+            char *col = (char *)soft_at(grad, it->b, 0, it->rows[s]);
+            int64_t step = grad->stride[1] * (int64_t)as;
+            if (c->accum == MAS_FLOAT32)
+                for (int64_t t = 0; t < S; t++) *(float *)(col + t * step) += ((const float *)g)[t];
+            else
+                for (int64_t t = 0; t < S; t++) *(double *)(col + t * step) += ((const double *)g)[t];
+        }
+    }
 }
 
 static void clear_soft(const topo_call *c, int64_t b, int64_t n_from, int64_t S_from,

@@ -38,6 +38,10 @@ def _parser():
     bench.add_argument("--seed", type=int, default=0)
     bench.add_argument("--plot", metavar="FILE.png", help="also write a plot (matplotlib)")
     bench.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    bench.add_argument("--topology", action="store_true",
+                       help="the topology rows (CTC forced alignment, CTC log Z, 3-state HMM "
+                            "Viterbi, hard MAS) against their anchors; CPU, one thread unless "
+                            "--threads")
     return parser
 
 
@@ -46,6 +50,13 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.command != "bench":
         parser.print_help()
+        return 0
+    if args.topology:
+        if args.device != "cpu":
+            parser.error("--topology: only --device cpu so far (the CUDA kernels are to come)")
+        from . import bench_topology
+
+        bench_topology.run(args)
         return 0
     if args.T is None:
         args.T = [128, 256, 512, 1024] + ([2048] if args.device == "cuda" else [])
