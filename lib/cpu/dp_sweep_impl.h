@@ -169,7 +169,35 @@ static void fill_tile(const dp_view *v, int64_t s0, int64_t lanes, int64_t t0,
                 dst[k * DP_W + l] = (DP_REAL)CONVERT(at[rows[s0 + l] * v->stride_state]); \
         }
 #define AS_IS(x) (x)
-        switch (v->dtype) {
+        int gathered = 0;
+#if (defined(__AVX512F__) || defined(__AVX2__)) && !DP_REAL_IS_DOUBLE
+        if (v->dtype == MAS_FLOAT32) {
+            /* hardware gathers: one per 16 (8) lanes a step */
+            _Alignas(64) int32_t idx[DP_W];
+            int fits = 1;
+            for (int64_t l = 0; l < DP_W; l++) {
+                int64_t off = l < lanes ? rows[s0 + l] * v->stride_state : 0;
+                fits &= off >= INT32_MIN && off <= INT32_MAX;
+                idx[l] = (int32_t)off;
+            }
+            for (int64_t k = 0; fits && k < steps; k++) {
+                const float *at = (const float *)v->base + (t0 + k) * v->stride_step;
+#if defined(__AVX512F__)
+                for (int g = 0; g < DP_W; g += 16)
+                    _mm512_storeu_ps(dst + k * DP_W + g,
+                                     _mm512_i32gather_ps(_mm512_load_si512((const void *)(idx + g)),
+                                                         at, 4));
+#else
+                for (int g = 0; g < DP_W; g += 8)
+                    _mm256_storeu_ps(dst + k * DP_W + g,
+                                     _mm256_i32gather_ps(at, _mm256_load_si256((const __m256i *)(idx + g)),
+                                                         4));
+#endif
+            }
+            gathered = fits;
+        }
+#endif
+        if (!gathered) switch (v->dtype) {
         case MAS_FLOAT32: GATHER_ROWS(float, AS_IS); break;
         case MAS_FLOAT64: GATHER_ROWS(double, AS_IS); break;
         case MAS_FLOAT16: GATHER_ROWS(uint16_t, mas_f16_to_f32); break;
