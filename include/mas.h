@@ -444,14 +444,15 @@ mas_status mas_loglik_cuda(const mas_loglik_args *args, void *workspace, size_t 
  * [0, V) (gathered) or equal to the blank: MAS_ERR_BAD_ARGUMENT; fewer frames
  * than the shortest path needs (k*L; with blanks k*L + the number of
  * adjacent equal labels; with token skips k): MAS_ERR_TARGET_TOO_LONG; NaN
- * or +inf in an emission the sweep reads (gathered: at a label of the item's
- * transcript or the blank, inside frame_len; per state: a cell (t, s) inside
- * the lengths that some path from a first state can reach, and, without
- * skips, from which a final state can be reached): MAS_ERR_NONFINITE_VALUE;
+ * or +inf in an emission the sweep reads: MAS_ERR_NONFINITE_VALUE. The sweep
+ * reads, for frames t < frame_len and states s < n, every cell when the
+ * topology has skip edges (blanks, token skips), else the band
+ * t - (frame_len - n) <= s <= t (as hard MAS); gathered emissions are read
+ * only at the item's labels and the blank (other labels are ignored);
  * every path -inf: MAS_ERR_NO_FINITE_PATH. The other items' outputs are
  * still written; the failing item's are as beyond the lengths. */
 typedef struct mas_topology {
-    int32_t states_per_token; /* k, 1 <= k <= 7 */
+    int32_t states_per_token; /* k >= 1 (<= 7 with token skips) */
     int32_t has_blank;        /* 1: CTC blanks (then skip_penalty must be -inf) */
     int32_t blank;            /* the blank's label (gathered emissions) */
     int32_t reserved_;
