@@ -350,9 +350,6 @@ DP_ALWAYS_INLINE uint64_t sweep_tile(const dp_problem *p, const int semiring,
     dp_vec v_stay = vec_set1(0), v_move = vec_set1(0), v_skip = vec_set1(0);
     int64_t skip_d = 0;
     DP_REAL *skip_edge = NULL;
-    /* the skip edge's source lanes: skip_buf[DP_MAX_SKIP + l] = alpha of lane l,
-     * the d entries before it the states before the tile */
-    _Alignas(64) DP_REAL skip_buf[DP_MAX_SKIP + DP_W];
     if (has_topo) {
         const dp_topology *tp = p->topo;
         for (int64_t l = 0; l < DP_W; l++) {
@@ -394,11 +391,13 @@ DP_ALWAYS_INLINE uint64_t sweep_tile(const dp_problem *p, const int semiring,
             stay = vec_add(q, v_stay);
             move = vec_add(vec_shift_in(q, edge[k]), v_move);
             if (has_skip) {
-                /* q moved d states up, the d states before the tile shifted in */
-                vec_store(skip_buf + DP_MAX_SKIP, q);
-                for (int64_t j = 0; j < skip_d; j++)
-                    skip_buf[DP_MAX_SKIP - skip_d + j] = skip_edge[k * DP_MAX_SKIP + j];
-                skip = vec_add(vec_load(skip_buf + DP_MAX_SKIP - skip_d), v_skip);
+                /* q moved d states up, the d states before the tile shifted
+                 * in: d one-lane shifts in registers (a store and a
+                 * misaligned reload would stall on store forwarding) */
+                dp_vec up = q;
+                for (int64_t j = skip_d - 1; j >= 0; j--)
+                    up = vec_shift_in(up, skip_edge[k * DP_MAX_SKIP + j]);
+                skip = vec_add(up, v_skip);
             }
         } else {
             move = vec_shift_in(q, edge[k]);
