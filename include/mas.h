@@ -522,9 +522,10 @@ typedef struct mas_topo_soft_outputs {
 /* States of a transcript of `tokens` tokens under t (n above); 0 for k < 1. */
 int64_t mas_topology_states(const mas_topology *t, int64_t tokens);
 
-/* Bytes of workspace for mas_viterbi_cpu and mas_topo_forward_sum_cpu with
- * these arguments (threads <= 0: every core); 0 for bad arguments. */
-size_t mas_topo_cpu_workspace_size(const mas_topo_args *args, int32_t threads);
+/* Bytes of workspace for mas_viterbi_cpu (soft = 0) or
+ * mas_topo_forward_sum_cpu (soft = 1) with these arguments (threads <= 0:
+ * every core); 0 for bad arguments. */
+size_t mas_topo_cpu_workspace_size(const mas_topo_args *args, int32_t soft, int32_t threads);
 
 /* Hard alignment (Viterbi) over the topology on the CPU. Returns MAS_OK, or
  * an error (argument errors before any work; item errors as above, with
@@ -543,7 +544,7 @@ mas_status mas_topo_forward_sum_cpu(const mas_topo_args *args,
 /* The same on a CUDA device (every pointer device memory, asynchronously on
  * `stream`, value errors in *error_word). Not implemented yet: these return
  * MAS_ERR_NO_CUDA in every build. */
-size_t mas_topo_cuda_workspace_size(const mas_topo_args *args);
+size_t mas_topo_cuda_workspace_size(const mas_topo_args *args, int32_t soft);
 mas_status mas_viterbi_cuda(const mas_topo_args *args, const mas_topo_hard_outputs *out,
                             void *workspace, size_t workspace_size, void *stream,
                             uint64_t *error_word);

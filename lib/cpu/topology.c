@@ -41,7 +41,8 @@ typedef struct topo_layout {
     size_t column, edge, skip_edge, weights, rows, decisions, alpha, total;
 } topo_layout;
 
-static topo_layout layout_for(int64_t n, int64_t S, int32_t accum) {
+/* Hard calls keep decision bits, soft ones alpha and beta~. */
+static topo_layout layout_for(int64_t n, int64_t S, int32_t accum, int soft) {
     topo_layout w;
     size_t a = soft_accum_size(accum);
     int64_t lanes = 64; /* the widest tile of any ISA */
@@ -50,8 +51,8 @@ static topo_layout layout_for(int64_t n, int64_t S, int32_t accum) {
     w.skip_edge = MAS_ALIGN_UP((size_t)(S + DP_BLOCK_STEPS) * DP_MAX_SKIP * a, MAS_CACHE_LINE);
     w.weights = MAS_ALIGN_UP((size_t)n * a, MAS_CACHE_LINE); /* one of six arrays */
     w.rows = MAS_ALIGN_UP((size_t)n * sizeof(int32_t), MAS_CACHE_LINE); /* one of two */
-    w.decisions = MAS_ALIGN_UP((size_t)dp_decision_bytes(n, S, accum), MAS_CACHE_LINE);
-    w.alpha = MAS_ALIGN_UP((size_t)n * (size_t)S * a, MAS_CACHE_LINE); /* one of two */
+    w.decisions = soft ? 0 : MAS_ALIGN_UP((size_t)dp_decision_bytes(n, S, accum), MAS_CACHE_LINE);
+    w.alpha = soft ? MAS_ALIGN_UP((size_t)n * (size_t)S * a, MAS_CACHE_LINE) : 0; /* one of two */
     w.total = w.column + w.edge + w.skip_edge + 6 * w.weights + 2 * w.rows +
               2 * w.decisions + 2 * w.alpha;
     return w;
@@ -96,12 +97,12 @@ static mas_status check_args(const mas_topo_args *a) {
     return MAS_OK;
 }
 
-size_t mas_topo_cpu_workspace_size(const mas_topo_args *args, int32_t threads) {
+size_t mas_topo_cpu_workspace_size(const mas_topo_args *args, int32_t soft, int32_t threads) {
     if (check_args(args) != MAS_OK) return 0;
     int64_t B = args->emissions.dim[0];
     int64_t n = topo_max_states(args);
     if (n < 1) n = 1;
-    topo_layout w = layout_for(n, emit_frames(args), mas_accum_dtype(args->emissions.dtype));
+    topo_layout w = layout_for(n, emit_frames(args), mas_accum_dtype(args->emissions.dtype), soft);
     return MAS_CACHE_LINE + (size_t)soft_team(B, threads) * w.total +
            MAS_ALIGN_UP((size_t)B * sizeof(int32_t), MAS_CACHE_LINE);
 }
@@ -428,17 +429,17 @@ static void run_hard_item(void *ctx, int64_t b, int32_t rank) {
 }
 
 /* Sets up the call: checks, aligned workspace, status array. */
-static mas_status begin_call(topo_call *c, const mas_topo_args *args, void *workspace,
+static mas_status begin_call(topo_call *c, const mas_topo_args *args, int soft, void *workspace,
                              size_t workspace_size, int32_t threads) {
     mas_status st = check_args(args);
     if (st != MAS_OK) return st;
     if (!workspace) return MAS_ERR_NULL_POINTER;
-    if (workspace_size < mas_topo_cpu_workspace_size(args, threads))
+    if (workspace_size < mas_topo_cpu_workspace_size(args, soft, threads))
         return MAS_ERR_WORKSPACE_TOO_SMALL;
     c->a = args;
     c->accum = mas_accum_dtype(args->emissions.dtype);
     int64_t n = topo_max_states(args);
-    c->w = layout_for(n < 1 ? 1 : n, emit_frames(args), c->accum);
+    c->w = layout_for(n < 1 ? 1 : n, emit_frames(args), c->accum, soft);
     c->ws = (uint8_t *)MAS_ALIGN_UP((uintptr_t)workspace, MAS_CACHE_LINE);
     c->status = (int32_t *)(c->ws + (size_t)soft_team(args->emissions.dim[0], threads) *
                                         c->w.total);
@@ -451,7 +452,7 @@ mas_status mas_viterbi_cpu(const mas_topo_args *args, const mas_topo_hard_output
     if (err) *err = (mas_error){MAS_OK, 0, -1};
     topo_call c;
     memset(&c, 0, sizeof c);
-    mas_status st = out ? begin_call(&c, args, workspace, workspace_size, threads)
+    mas_status st = out ? begin_call(&c, args, 0, workspace, workspace_size, threads)
                         : MAS_ERR_NULL_POINTER;
     if (st == MAS_OK && !out->state_ids && !out->frame_labels && !out->token_spans &&
         !out->token_scores && !out->score)
@@ -598,7 +599,7 @@ mas_status mas_topo_forward_sum_cpu(const mas_topo_args *args,
     if (err) *err = (mas_error){MAS_OK, 0, -1};
     topo_call c;
     memset(&c, 0, sizeof c);
-    mas_status st = out ? begin_call(&c, args, workspace, workspace_size, threads)
+    mas_status st = out ? begin_call(&c, args, 1, workspace, workspace_size, threads)
                         : MAS_ERR_NULL_POINTER;
     if (st == MAS_OK && !out->log_z && !out->posterior.data && !out->grad.data)
         st = MAS_ERR_BAD_ARGUMENT;

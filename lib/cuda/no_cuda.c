@@ -78,8 +78,9 @@ mas_status mas_loglik_cuda(const mas_loglik_args *args, void *workspace, size_t 
     return MAS_ERR_NO_CUDA;
 }
 
-size_t mas_topo_cuda_workspace_size(const mas_topo_args *args) {
+size_t mas_topo_cuda_workspace_size(const mas_topo_args *args, int32_t soft) {
     (void)args;
+    (void)soft;
     return 0;
 }
 

@@ -3,8 +3,9 @@
  * dp_topology: per-state stay/move/skip weights, skip edge, gathered rows). */
 #include "mas.h"
 
-extern "C" size_t mas_topo_cuda_workspace_size(const mas_topo_args *args) {
+extern "C" size_t mas_topo_cuda_workspace_size(const mas_topo_args *args, int32_t soft) {
     (void)args;
+    (void)soft;
     return 0;
 }
 

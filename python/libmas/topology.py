@@ -283,7 +283,7 @@ class _Call:
         def workspace_bytes(cuda):
             return _C.topo_workspace_size(cuda, topo, self.gathered, self.B, self.e.shape[1],
                                           self.e.shape[2], self.code, self.tokens,
-                                          0 if cuda else self.threads)
+                                          0 if cuda else self.threads, soft)
 
         def invoke(cuda, work, how, word):
             return _C.topo(cuda, soft, topo, self.gathered, h(self.e), h(self.labels),

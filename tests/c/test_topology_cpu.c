@@ -263,7 +263,9 @@ static void run_case(ts_rng *rng, const topo_case *tc) {
     args.token_len = Ls;
     args.frame_len = Ss;
     int32_t threads = (int32_t)ts_rng_int(rng, 1, 3);
-    size_t wsn = mas_topo_cpu_workspace_size(&args, threads);
+    size_t wsn = mas_topo_cpu_workspace_size(&args, 1, threads);
+    size_t wsn_hard = mas_topo_cpu_workspace_size(&args, 0, threads);
+    void *ws_hard = malloc(wsn_hard); /* exactly the sizes asked: ASan sees any overrun */
     void *ws = malloc(wsn);
     TS_CHECK(wsn > 0, "workspace size");
 
@@ -282,7 +284,7 @@ static void run_case(ts_rng *rng, const topo_case *tc) {
     ho.token_scores = tsc; ho.token_scores_stride = Lmax;
     ho.score = score;
     mas_error err;
-    mas_status st = mas_viterbi_cpu(&args, &ho, ws, wsn, threads, &err);
+    mas_status st = mas_viterbi_cpu(&args, &ho, ws_hard, wsn_hard, threads, &err);
     TS_CHECK(st == MAS_OK, "viterbi status %d (%s) item %lld", st, mas_status_string(st),
              (long long)err.item);
 
@@ -379,27 +381,26 @@ static void run_case(ts_rng *rng, const topo_case *tc) {
         /* soft */
         double glz = ts_load(logz, b, post.dtype);
         TS_CHECK(close_to(glz, lz, tol), "item %d: log_z %.17g, reference %.17g", b, glz, lz);
-        double gtol = acc64 ? 1e-9 : 1e-3;
-        for (int s = 0; s < (int)post.dim[1]; s++)
-            for (int t = 0; t < Smax; t++) {
+        /* float32: alpha and beta~ drift by rounding, in proportion to their
+         * size and the square root of the steps */
+        double gtol = acc64 ? 1e-9 : 1e-4 + 4e-7 * (1 + fabs(lz)) * sqrt((double)S);
+        int ok = 1;
+        for (int s = 0; s < (int)post.dim[1] && ok; s++)
+            for (int t = 0; t < Smax && ok; t++) {
                 double g = ts_load(post.data, b * post.stride[0] + s * Smax + t, post.dtype);
                 double w = s < n && t < S ? gam[t * n + s] : 0;
-                if (!TS_CHECK(fabs(g - w) <= gtol, "item %d: posterior (%d,%d) %.9g, reference %.9g", b, s, t, g, w))
-                    s = (int)post.dim[1];
+                ok = TS_CHECK(fabs(g - w) <= gtol, "item %d: posterior (%d,%d) %.9g, reference %.9g", b, s, t, g, w);
             }
-        if (tc->gathered) {
-            for (int t = 0; t < Smax; t++)
-                for (int v = 0; v < V; v++) {
-                    double w = 0;
-                    for (int s = 0; s < n && t < S; s++) if (ref_label(&r, s) == v) w += gam[t * n + s];
-                    double g = ts_load(grad.data, b * em.stride[0] + t * V + v, post.dtype);
-                    if (!TS_CHECK(fabs(g - w) <= gtol, "item %d: grad (%d,%d) %.9g, reference %.9g", b, t, v, g, w))
-                        t = Smax;
-                }
-        }
+        for (int t = 0; tc->gathered && t < Smax && ok; t++)
+            for (int v = 0; v < V && ok; v++) {
+                double w = 0;
+                for (int s = 0; s < n && t < S; s++) if (ref_label(&r, s) == v) w += gam[t * n + s];
+                double g = ts_load(grad.data, b * em.stride[0] + t * V + v, post.dtype);
+                ok = TS_CHECK(fabs(g - w) <= gtol, "item %d: grad (%d,%d) %.9g, reference %.9g", b, t, v, g, w);
+            }
         free(e); free(path); free(gam);
     }
-    free(labels); free(Ls); free(Ss); free(em.data); free(ws); free(ids); free(fl);
+    free(labels); free(Ls); free(Ss); free(em.data); free(ws); free(ws_hard); free(ids); free(fl);
     free(spans); free(tsc); free(score); free(logz); free(post.data); free(grad.data);
 }
 
@@ -439,7 +440,7 @@ static void hard_mas_case(ts_rng *rng, mas_dtype dtype) {
     mas_topo_hard_outputs to;
     memset(&to, 0, sizeof to);
     to.state_ids = ids; to.state_ids_stride = S; to.score = s2;
-    size_t n2 = mas_topo_cpu_workspace_size(&a, 2);
+    size_t n2 = mas_topo_cpu_workspace_size(&a, 0, 2);
     void *w2 = malloc(n2);
     mas_status st2 = mas_viterbi_cpu(&a, &to, w2, n2, 2, NULL);
     TS_CHECK(st == MAS_OK && st2 == MAS_OK, "statuses %d %d", st, st2);
@@ -478,7 +479,7 @@ static mas_status ctc_call(const int32_t *labels, int64_t L, int64_t S, float po
     mas_topo_hard_outputs o;
     memset(&o, 0, sizeof o);
     o.score = score;
-    size_t n = mas_topo_cpu_workspace_size(&a, 1);
+    size_t n = mas_topo_cpu_workspace_size(&a, 0, 1);
     void *ws = malloc(n ? n : 64); /* 0 for bad arguments: the call names them */
     mas_status st = mas_viterbi_cpu(&a, &o, ws, n, 1, err);
     free(ws);

@@ -43,11 +43,11 @@ static int parse_topology(PyObject *obj, mas_topology *t, double *stay, double *
 }
 
 /* topo_workspace_size(cuda, topology, gathered, B, dim1, dim2, dtype, tokens,
- *                     threads) -> bytes */
+ *                     threads, soft) -> bytes */
 PyObject *mas_py_topo_workspace_size(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    if (nargs != 9) {
-        PyErr_SetString(PyExc_TypeError, "topo_workspace_size expects 9 arguments");
+    if (nargs != 10) {
+        PyErr_SetString(PyExc_TypeError, "topo_workspace_size expects 10 arguments");
         return NULL;
     }
     double stay[8], adv[8];
@@ -59,6 +59,8 @@ PyObject *mas_py_topo_workspace_size(PyObject *self, PyObject *const *args, Py_s
     long long B = PyLong_AsLongLong(args[3]), d1 = PyLong_AsLongLong(args[4]),
               d2 = PyLong_AsLongLong(args[5]), tokens = PyLong_AsLongLong(args[7]);
     long dtype = PyLong_AsLong(args[6]), threads = PyLong_AsLong(args[8]);
+    int soft = PyObject_IsTrue(args[9]);
+    if (soft < 0) return NULL;
     if (PyErr_Occurred()) return NULL;
     static const int32_t dummy_label = 0;
     static const int64_t dummy_len = 1;
@@ -69,8 +71,8 @@ PyObject *mas_py_topo_workspace_size(PyObject *self, PyObject *const *args, Py_s
     a.tokens = tokens;
     a.token_len = &dummy_len;
     a.frame_len = &dummy_len;
-    size_t n = cuda ? mas_topo_cuda_workspace_size(&a)
-                    : mas_topo_cpu_workspace_size(&a, (int32_t)threads);
+    size_t n = cuda ? mas_topo_cuda_workspace_size(&a, soft)
+                    : mas_topo_cpu_workspace_size(&a, soft, (int32_t)threads);
     return PyLong_FromSize_t(n);
 }
 
