@@ -54,52 +54,66 @@ static inline mas_status mas_hard_check_call(const mas_tensor3 *value, const int
     return MAS_OK;
 }
 
-/* Everything about a Gaussian-coefficient call that can be checked without
- * its values: params [Bp, M, J] (Bp = B or 1), log weights [Bp, 1, M],
- * coef [Bp, 2J+1, M] of float32 or float64. */
-static inline mas_status mas_gauss_coef_check_call(const mas_gauss_params *p,
+/* ---- Likelihoods (mas.h section 6): host-side checks shared by the CPU and
+ * CUDA entry points. Neither reads a value behind a pointer. ---- */
+
+/* Everything about a mas_gauss_coef_* call that can be checked without its
+ * values: NULLs, dtypes (parameters any float, coef float32/float64), the
+ * spread kind, and shapes: spread like means [B or 1, M, J], log_weights
+ * [means' B, 1, M], coef [means' B, 2J+1, M]. */
+static inline mas_status mas_gauss_coef_check_call(const mas_gauss_params *params,
                                                    const mas_tensor3 *coef) {
-    if (!p || !coef) return MAS_ERR_NULL_POINTER;
-    mas_status st = mas_check_tensor(&p->means, MAS_ANY_FLOAT);
-    if (st == MAS_OK) st = mas_check_tensor(&p->spread, MAS_ANY_FLOAT);
-    if (st == MAS_OK && p->log_weights.data) st = mas_check_tensor(&p->log_weights, MAS_ANY_FLOAT);
+    if (!params || !coef) return MAS_ERR_NULL_POINTER;
+    mas_status st = mas_check_tensor(&params->means, MAS_ANY_FLOAT);
+    if (st == MAS_OK) st = mas_check_tensor(&params->spread, MAS_ANY_FLOAT);
+    if (st == MAS_OK && params->log_weights.data)
+        st = mas_check_tensor(&params->log_weights, MAS_ANY_FLOAT);
     if (st == MAS_OK) st = mas_check_tensor(coef, MAS_ANY_FLOAT);
     if (st != MAS_OK) return st;
     if (coef->dtype != MAS_FLOAT32 && coef->dtype != MAS_FLOAT64) return MAS_ERR_BAD_DTYPE;
-    if (p->spread_kind != MAS_SPREAD_VARIANCE && p->spread_kind != MAS_SPREAD_LOG_STD)
+    if (params->spread_kind != MAS_SPREAD_VARIANCE && params->spread_kind != MAS_SPREAD_LOG_STD)
         return MAS_ERR_BAD_ARGUMENT;
-    const int64_t B = p->means.dim[0], M = p->means.dim[1], J = p->means.dim[2];
-    if (!mas_same_dims(&p->means, &p->spread)) return MAS_ERR_BAD_SHAPE;
-    if (p->log_weights.data &&
-        (p->log_weights.dim[0] != B || p->log_weights.dim[1] != 1 || p->log_weights.dim[2] != M))
+    const int64_t *d = params->means.dim;
+    if (!mas_same_dims(&params->spread, &params->means)) return MAS_ERR_BAD_SHAPE;
+    if (params->log_weights.data &&
+        (params->log_weights.dim[0] != d[0] || params->log_weights.dim[1] != 1 ||
+         params->log_weights.dim[2] != d[1]))
         return MAS_ERR_BAD_SHAPE;
-    if (coef->dim[0] != B || coef->dim[1] != 2 * J + 1 || coef->dim[2] != M)
+    if (d[2] > (INT64_MAX - 1) / 2) return MAS_ERR_BAD_SHAPE;
+    if (coef->dim[0] != d[0] || coef->dim[1] != 2 * d[2] + 1 || coef->dim[2] != d[1])
         return MAS_ERR_BAD_SHAPE;
     return MAS_OK;
 }
 
-/* Everything about a log-likelihood call that can be checked without its
- * values (offsets and lengths are values: checked by the backends). */
-static inline mas_status mas_loglik_check_call(const mas_loglik_args *a) {
-    if (!a) return MAS_ERR_NULL_POINTER;
-    mas_status st = mas_check_tensor(&a->x, MAS_ANY_FLOAT);
-    if (st == MAS_OK) st = mas_check_tensor(&a->coef, mas_accum_dtype(a->x.dtype));
-    if (st == MAS_OK) st = mas_check_tensor(&a->out, mas_accum_dtype(a->x.dtype));
-    if (st == MAS_OK && a->best.data) st = mas_check_tensor(&a->best, MAS_INT32);
+/* Everything about a mas_loglik_* call that can be checked without its
+ * values: NULLs, dtypes (x any float; coef and out of x's accumulator type,
+ * best int32), flags and precision, and shapes: coef [B or 1, 2J+1, M] for
+ * x [B, N, J], n_states >= 1 (= M when offsets is NULL), out and best
+ * [B, N, n_states], M < 2^31 when best is wanted (its indices are int32).
+ * Offsets and lengths are values (device memory on CUDA). */
+static inline mas_status mas_loglik_check_call(const mas_loglik_args *args) {
+    if (!args) return MAS_ERR_NULL_POINTER;
+    mas_status st = mas_check_tensor(&args->x, MAS_ANY_FLOAT);
     if (st != MAS_OK) return st;
-    if ((a->flags & ~(uint32_t)MAS_LOGLIK_MAX) != 0 || a->precision < MAS_PRECISION_DEFAULT ||
-        a->precision > MAS_PRECISION_BF16)
+    int32_t acc = mas_accum_dtype(args->x.dtype);
+    st = mas_check_tensor(&args->coef, acc);
+    if (st == MAS_OK) st = mas_check_tensor(&args->out, acc);
+    if (st == MAS_OK && args->best.data) st = mas_check_tensor(&args->best, MAS_INT32);
+    if (st != MAS_OK) return st;
+    if ((args->flags & ~MAS_LOGLIK_MAX) != 0u || args->precision < MAS_PRECISION_DEFAULT ||
+        args->precision > MAS_PRECISION_BF16)
         return MAS_ERR_BAD_ARGUMENT;
-    const int64_t B = a->x.dim[0], N = a->x.dim[1], J = a->x.dim[2], M = a->coef.dim[2];
-    if (a->n_states < 1) return MAS_ERR_BAD_SHAPE;
-    if (!a->offsets && a->n_states != M) return MAS_ERR_BAD_SHAPE;
-    if (a->n_states > M) return MAS_ERR_BAD_SHAPE;
-    if ((a->coef.dim[0] != 1 && a->coef.dim[0] != B) || a->coef.dim[1] != 2 * J + 1)
+    const int64_t *x = args->x.dim;
+    if (x[2] > (INT64_MAX - 1) / 2) return MAS_ERR_BAD_SHAPE;
+    if (args->coef.dim[1] != 2 * x[2] + 1) return MAS_ERR_BAD_SHAPE;
+    if (args->coef.dim[0] != 1 && args->coef.dim[0] != x[0]) return MAS_ERR_BAD_SHAPE;
+    if (args->n_states < 1 || args->n_states > args->coef.dim[2]) return MAS_ERR_BAD_SHAPE;
+    if (!args->offsets && args->n_states != args->coef.dim[2]) return MAS_ERR_BAD_SHAPE;
+    if (args->out.dim[0] != x[0] || args->out.dim[1] != x[1] ||
+        args->out.dim[2] != args->n_states)
         return MAS_ERR_BAD_SHAPE;
-    if (a->out.dim[0] != B || a->out.dim[1] != N || a->out.dim[2] != a->n_states)
-        return MAS_ERR_BAD_SHAPE;
-    if (a->best.data && (!mas_same_dims(&a->best, &a->out) || M > INT32_MAX))
-        return MAS_ERR_BAD_SHAPE; /* best holds int32 Gaussian indices */
+    if (args->best.data && !mas_same_dims(&args->best, &args->out)) return MAS_ERR_BAD_SHAPE;
+    if (args->best.data && args->coef.dim[2] > INT32_MAX) return MAS_ERR_BAD_SHAPE; /* int32 */
     return MAS_OK;
 }
 

@@ -14,6 +14,7 @@ from . import _C
 from .errors import check_errors
 from .hard import AlignResult, align, maximum_path
 from .soft import forward_sum, monotonic_attention, monotonic_attention_m2m, posterior
+from .likelihood import GMM, gaussian_loglik, gmm_loglik
 
 __version__ = "0.1.0"
 
@@ -30,7 +31,7 @@ def has_cuda():
 
 __all__ = ["AlignResult", "align", "maximum_path", "check_errors", "c_version", "has_cuda",
            "__version__", "forward_sum", "posterior", "monotonic_attention",
-           "monotonic_attention_m2m"]
+           "monotonic_attention_m2m", "GMM", "gmm_loglik", "gaussian_loglik"]
 
 
 def torch_ops():

@@ -45,6 +45,9 @@ def _parser():
                        help="--calls on CUDA: back-to-back calls per loop (default 200)")
     bench.add_argument("--budget", type=float, default=0.2,
                        help="--calls on the CPU: seconds per timed loop (default 0.2)")
+    bench.add_argument("--likelihood", action="store_true",
+                       help="time the likelihood kernels (GMM, Glow-TTS logp) against "
+                            "PyTorch / NumPy instead of hard MAS")
     return parser
 
 
@@ -58,6 +61,11 @@ def main(argv=None):
         from . import bench_calls
 
         bench_calls.run(args)
+        return 0
+    if args.likelihood:
+        from . import bench_likelihood
+
+        bench_likelihood.run(args)
         return 0
     if args.T is None:
         args.T = [128, 256, 512, 1024] + ([2048] if args.device == "cuda" else [])

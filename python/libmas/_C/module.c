@@ -57,6 +57,15 @@ static PyMethodDef methods[] = {
      "grad_logits, workspace, how, error_word) -> (status, item)"},
     {"soft_workspace_size", (PyCFunction)(void (*)(void))mas_py_soft_workspace_size,
      METH_FASTCALL, "soft_workspace_size(op, cuda, B, T, S, dtype, threads) -> bytes"},
+    {"gauss_coef", (PyCFunction)(void (*)(void))mas_py_gauss_coef, METH_FASTCALL,
+     "gauss_coef(cuda, means, spread, spread_kind, log_weights, coef, how, error_word) "
+     "-> (status, item)"},
+    {"loglik", (PyCFunction)(void (*)(void))mas_py_loglik, METH_FASTCALL,
+     "loglik(cuda, x, coef, offsets, n_states, n_len, s_len, out, best, flags, precision, "
+     "workspace, how, error_word) -> (status, item)"},
+    {"loglik_workspace_size", (PyCFunction)(void (*)(void))mas_py_loglik_workspace_size,
+     METH_FASTCALL, "loglik_workspace_size(cuda, x, coef, offsets, n_states, out, best, "
+     "flags, precision, threads) -> bytes"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "libmas._C",
@@ -78,7 +87,9 @@ PyMODINIT_FUNC PyInit__C(void) {
         add_int(m, "ERR_BAD_DTYPE", MAS_ERR_BAD_DTYPE) ||
         add_int(m, "ERR_BAD_SHAPE", MAS_ERR_BAD_SHAPE) ||
         add_int(m, "ERR_CUDA", MAS_ERR_CUDA) ||
-        add_int(m, "DL_CPU", 1) || add_int(m, "DL_CUDA", 2)) {
+        add_int(m, "DL_CPU", 1) || add_int(m, "DL_CUDA", 2) ||
+        add_int(m, "ERR_BAD_MODEL", MAS_ERR_BAD_MODEL) ||
+        add_int(m, "ERR_BAD_LENGTH", MAS_ERR_BAD_LENGTH)) {
         Py_DECREF(m);
         return NULL;
     }

@@ -19,6 +19,12 @@ PyObject *mas_py_forward_sum(PyObject *self, PyObject *const *args, Py_ssize_t n
 PyObject *mas_py_attention(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *mas_py_soft_workspace_size(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
+/* likelihood.c */
+PyObject *mas_py_gauss_coef(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *mas_py_loglik(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *mas_py_loglik_workspace_size(PyObject *self, PyObject *const *args,
+                                       Py_ssize_t nargs);
+
 /* baseline.c */
 PyObject *mas_py_baseline_glow(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 

@@ -1,0 +1,270 @@
+/* Likelihoods on the CPU (mas.h section 6): the Gaussian coefficients, and
+ * the entry point of the log-likelihood kernel (likelihood.h): argument and
+ * value checks, the cut into units, threads, and the pick of the widest
+ * instruction set (the one the DP sweep uses, MAS_CPU_ISA included). */
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/checks.h"
+#include "common/convert.h"
+#include "cpu/dp_core.h"
+#include "cpu/likelihood.h"
+#include "cpu/parallel.h"
+
+#define LK_LOG_2PI 1.83787706640934548356
+
+static void set_err(mas_error *err, mas_status st, int64_t item) {
+    if (err) {
+        err->status = st;
+        err->reserved_ = 0;
+        err->item = item;
+    }
+}
+
+/* ---------------------------------------------------------------------- */
+/* Coefficients                                                            */
+/* ---------------------------------------------------------------------- */
+
+static double load_f(const mas_tensor3 *t, int64_t b, int64_t i, int64_t j) {
+    int64_t off = b * t->stride[0] + i * t->stride[1] + j * t->stride[2];
+    switch (t->dtype) {
+    case MAS_FLOAT64: return ((const double *)t->data)[off];
+    case MAS_FLOAT16: return mas_f16_to_f32(((const uint16_t *)t->data)[off]);
+    case MAS_BFLOAT16: return mas_bf16_to_f32(((const uint16_t *)t->data)[off]);
+    default: return ((const float *)t->data)[off];
+    }
+}
+
+/* Rounds once to coef's dtype and stores; returns the stored value. */
+static double store_coef(const mas_tensor3 *c, int64_t b, int64_t r, int64_t k, double v) {
+    int64_t off = b * c->stride[0] + r * c->stride[1] + k * c->stride[2];
+    if (c->dtype == MAS_FLOAT64) {
+        ((double *)c->data)[off] = v;
+        return v;
+    }
+    float f = (float)v;
+    ((float *)c->data)[off] = f;
+    return f;
+}
+
+#define COEF_BLOCK 512 /* Gaussians per parallel work item */
+
+typedef struct coef_ctx {
+    const mas_gauss_params *p;
+    const mas_tensor3 *coef;
+    int64_t m, j, blocks_per_item;
+    _Atomic int64_t first_bad; /* flat index b*M + k, INT64_MAX when none */
+} coef_ctx;
+
+static void note_bad(coef_ctx *c, int64_t idx) {
+    int64_t cur = atomic_load(&c->first_bad);
+    while (idx < cur && !atomic_compare_exchange_weak(&c->first_bad, &cur, idx)) {
+    }
+}
+
+/* For every Gaussian, in float64 with j increasing (the same arithmetic a
+ * CUDA version makes, so both round to the same coefficients):
+ *   var  = spread (VARIANCE) or exp(2 * log_std); log var = log(spread) or 2 * log_std
+ *   a_j  = mu_j / var_j;  b_j = -0.5 / var_j
+ *   sum  = sum + ((log(2 pi) + log var_j) + (mu_j * mu_j) / var_j)
+ *   K    = log_w - 0.5 * sum */
+static void coef_block(void *vctx, int64_t item, int32_t rank) {
+    (void)rank;
+    coef_ctx *c = (coef_ctx *)vctx;
+    const mas_gauss_params *p = c->p;
+    const int64_t M = c->m, J = c->j;
+    const int64_t b = item / c->blocks_per_item;
+    const int64_t k0 = item % c->blocks_per_item * COEF_BLOCK;
+    const int64_t k1 = k0 + COEF_BLOCK < M ? k0 + COEF_BLOCK : M;
+    const int log_std = p->spread_kind == MAS_SPREAD_LOG_STD;
+    for (int64_t k = k0; k < k1; k++) {
+        double lw = p->log_weights.data ? load_f(&p->log_weights, b, 0, k) : 0.0;
+        int bad = lw != lw || lw == INFINITY;
+        double sum = 0.0;
+        for (int64_t j = 0; j < J; j++) {
+            double mu = load_f(&p->means, b, k, j), sp = load_f(&p->spread, b, k, j);
+            double var = log_std ? exp(2.0 * sp) : sp;
+            double log_var = log_std ? 2.0 * sp : log(sp);
+            bad |= !isfinite(mu) || !isfinite(sp) || !(var > 0.0) || var == INFINITY;
+            double a = store_coef(c->coef, b, 1 + j, k, mu / var);
+            double q = store_coef(c->coef, b, 1 + J + j, k, -0.5 / var);
+            bad |= !isfinite(a) || !isfinite(q) || q == 0.0;
+            sum = sum + ((LK_LOG_2PI + log_var) + (mu * mu) / var);
+        }
+        double kk = store_coef(c->coef, b, 0, k, lw - 0.5 * sum);
+        bad |= kk != kk || kk == INFINITY || (kk == -INFINITY && lw != -INFINITY);
+        if (bad) note_bad(c, b * M + k);
+    }
+}
+
+mas_status mas_gauss_coef_cpu(const mas_gauss_params *params, const mas_tensor3 *coef,
+                              int32_t threads, mas_error *err) {
+    mas_status st = mas_gauss_coef_check_call(params, coef);
+    if (st != MAS_OK) {
+        set_err(err, st, -1);
+        return st;
+    }
+    coef_ctx c;
+    c.p = params;
+    c.coef = coef;
+    c.m = params->means.dim[1];
+    c.j = params->means.dim[2];
+    c.blocks_per_item = (c.m + COEF_BLOCK - 1) / COEF_BLOCK;
+    atomic_init(&c.first_bad, INT64_MAX);
+    int64_t items = params->means.dim[0] * c.blocks_per_item;
+    int64_t team = mas_thread_count(threads);
+    int64_t work_teams = items * COEF_BLOCK * c.j / 65536 + 1; /* small models: one thread */
+    if (team > work_teams) team = work_teams;
+    if (team > items) team = items;
+    mas_parallel_items((int32_t)team, items, coef_block, &c);
+    int64_t bad = atomic_load(&c.first_bad);
+    if (bad != INT64_MAX) {
+        set_err(err, MAS_ERR_BAD_MODEL, bad);
+        return MAS_ERR_BAD_MODEL;
+    }
+    set_err(err, MAS_OK, -1);
+    return MAS_OK;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Log-likelihoods                                                         */
+/* ---------------------------------------------------------------------- */
+
+/* 0 sse2, 1 avx2, 2 avx512: the DP sweep's choice (dp_lanes = 16 << level). */
+static int isa_level(void) {
+    int64_t lanes = dp_lanes(MAS_FLOAT32);
+    return lanes >= 64 ? 2 : lanes >= 32 ? 1 : 0;
+}
+
+static void geometry(int level, int f64, lk_geometry *g) {
+    static void (*const fns[2][3])(lk_geometry *) = {
+        {lk_geometry_f32_sse2, lk_geometry_f32_avx2, lk_geometry_f32_avx512},
+        {lk_geometry_f64_sse2, lk_geometry_f64_avx2, lk_geometry_f64_avx512}};
+    fns[f64][level](g);
+}
+
+static lk_unit_fn unit_fn(int level, int f64) {
+    static const lk_unit_fn fns[2][3] = {
+        {lk_unit_f32_sse2, lk_unit_f32_avx2, lk_unit_f32_avx512},
+        {lk_unit_f64_sse2, lk_unit_f64_avx2, lk_unit_f64_avx512}};
+    return fns[f64][level];
+}
+
+static size_t up64(size_t n) { return (n + MAS_CACHE_LINE - 1) / MAS_CACHE_LINE * MAS_CACHE_LINE; }
+
+size_t lk_thread_bytes(int64_t rows, int64_t block, int64_t chunk, lk_geometry geo,
+                       size_t real_size) {
+    size_t e = up64(real_size * (size_t)((rows - 1) * block));
+    size_t packed = up64(real_size * (size_t)(rows * chunk));
+    size_t scores = up64(real_size * (size_t)(chunk * geo.ft));
+    size_t running = 2 * up64(real_size * (size_t)block) + up64(4 * (size_t)block);
+    return e + packed + scores + running;
+}
+
+/* Score cells (frames x Gaussians) below which one more thread does not pay. */
+static int64_t min_cells_per_thread(void) {
+    const char *s = getenv("MAS_CPU_MIN_CELLS_PER_THREAD");
+    if (s && *s) {
+        long long v = atoll(s);
+        if (v >= 1) return v;
+    }
+    return (int64_t)1 << 17;
+}
+
+/* The cut of a call into units, and the team that runs them. */
+static mas_status plan(const mas_loglik_args *a, int32_t threads, lk_job *job, int32_t *team) {
+    mas_status st = mas_loglik_check_call(a);
+    if (st != MAS_OK) return st;
+    memset(job, 0, sizeof *job);
+    job->a = a;
+    job->batch = a->x.dim[0];
+    job->frames = a->x.dim[1];
+    job->dim = a->x.dim[2];
+    job->rows = a->coef.dim[1];
+    job->gaussians = a->coef.dim[2];
+    job->states = a->n_states;
+    job->offsets = a->offsets;
+    job->want_max = (a->flags & MAS_LOGLIK_MAX) != 0u;
+    job->want_best = a->best.data != NULL;
+    int level = isa_level(), f64 = a->x.dtype == MAS_FLOAT64;
+    geometry(level, f64, &job->geo);
+    const int64_t ft = job->geo.ft, g = job->geo.g;
+    int64_t n_tiles = (job->frames + ft - 1) / ft;
+    job->block = (n_tiles < 8 ? n_tiles : 8) * ft;
+    job->n_blocks = (job->frames + job->block - 1) / job->block;
+    job->chunk = (128 / g > 1 ? 128 / g : 1) * g;
+    int64_t count = mas_thread_count(threads);
+    if (count > 256) count = 256;
+    int64_t cells = job->batch * job->frames * job->gaussians;
+    int64_t by_work = cells / min_cells_per_thread() + 1;
+    if (count > by_work) count = by_work;
+    int64_t base = job->batch * job->n_blocks;
+    job->n_groups = 1;
+    if (count > 1 && base < 4 * count) {
+        job->n_groups = (4 * count + base - 1) / base;
+        if (job->n_groups > job->states) job->n_groups = job->states;
+    }
+    int64_t units = base * job->n_groups;
+    if (count > units) count = units;
+    *team = (int32_t)count;
+    job->per_thread = lk_thread_bytes(job->rows, job->block, job->chunk, job->geo,
+                                      f64 ? sizeof(double) : sizeof(float));
+    return MAS_OK;
+}
+
+size_t mas_loglik_cpu_workspace_size(const mas_loglik_args *args, int32_t threads) {
+    lk_job job;
+    int32_t team;
+    if (plan(args, threads, &job, &team) != MAS_OK) return 0;
+    return (size_t)team * job.per_thread + MAS_CACHE_LINE;
+}
+
+typedef struct run_ctx {
+    const lk_job *job;
+    lk_unit_fn fn;
+} run_ctx;
+
+static void run_unit(void *vctx, int64_t unit, int32_t rank) {
+    run_ctx *c = (run_ctx *)vctx;
+    c->fn(c->job, unit, c->job->workspace + (size_t)rank * c->job->per_thread);
+}
+
+mas_status mas_loglik_cpu(const mas_loglik_args *args, void *workspace, size_t workspace_size,
+                          int32_t threads, mas_error *err) {
+    lk_job job;
+    int32_t team;
+    mas_status st = plan(args, threads, &job, &team);
+    if (st != MAS_OK) {
+        set_err(err, st, -1);
+        return st;
+    }
+    if (job.offsets) {
+        int ok = job.offsets[0] == 0 && job.offsets[job.states] == job.gaussians;
+        for (int64_t s = 0; ok && s < job.states; s++) ok = job.offsets[s] < job.offsets[s + 1];
+        if (!ok) {
+            set_err(err, MAS_ERR_BAD_ARGUMENT, -1);
+            return MAS_ERR_BAD_ARGUMENT;
+        }
+    }
+    for (int64_t b = 0; b < job.batch; b++) {
+        int64_t n = args->n_len ? args->n_len[b] : job.frames;
+        int64_t s = args->s_len ? args->s_len[b] : job.states;
+        if (n < 0 || n > job.frames || s < 0 || s > job.states) {
+            set_err(err, MAS_ERR_BAD_LENGTH, b);
+            return MAS_ERR_BAD_LENGTH;
+        }
+    }
+    size_t need = (size_t)team * job.per_thread + MAS_CACHE_LINE;
+    if (!workspace || workspace_size < need) {
+        set_err(err, MAS_ERR_WORKSPACE_TOO_SMALL, -1);
+        return MAS_ERR_WORKSPACE_TOO_SMALL;
+    }
+    uintptr_t base = (uintptr_t)workspace;
+    job.workspace = (char *)workspace + (MAS_ALIGN_UP(base, MAS_CACHE_LINE) - base);
+    run_ctx c = {&job, unit_fn(isa_level(), args->x.dtype == MAS_FLOAT64)};
+    mas_parallel_items(team, job.batch * job.n_blocks * job.n_groups, run_unit, &c);
+    set_err(err, MAS_OK, -1);
+    return MAS_OK;
+}
