@@ -8,6 +8,7 @@
  *   4. Core API: hard MAS (Viterbi) on the CPU and on CUDA
  *   5. Experimental API: soft alignment (log semiring), subject to change
  *   6. Likelihoods: diagonal Gaussians and Gaussian mixtures
+ *   7. Topologies: HMM states per token, token skips, CTC blanks
  *
  * Conventions that hold for every function below:
  *   - Memory is owned by the caller. A function that needs scratch memory has a
@@ -397,6 +398,164 @@ size_t mas_loglik_cuda_workspace_size(const mas_loglik_args *args);
  * in *error_word. Never synchronises, never allocates. */
 mas_status mas_loglik_cuda(const mas_loglik_args *args, void *workspace, size_t workspace_size,
                            void *stream, uint64_t *error_word);
+
+/* ===================================================================== */
+/* 7. Topologies: HMM states per token, token skips, CTC blanks          */
+/* ===================================================================== */
+/* The dynamic program over a chain of states built from a transcript of L
+ * tokens (per item L = token_len[b]) and S frames (S = frame_len[b]):
+ *   - each token is k = states_per_token left-to-right states;
+ *   - with has_blank, one blank state before the first token, between every
+ *     two tokens and after the last (CTC): n = L*k + L + 1 states, in order
+ *     blank, token 0 (k states), blank, token 1, ..., blank; without blanks
+ *     n = L*k. mas_topology_states() gives n.
+ * A path visits one state per frame, starts in a first state and ends in a
+ * final state, and from frame to frame stays on its state or moves forward:
+ *   - stay:    s -> s, log-score stay[j] for state j of a token,
+ *              blank_stay for a blank;
+ *   - advance: s-1 -> s, log-score advance[j] into state j of a token,
+ *              blank_advance into a blank;
+ *   - blank skip (has_blank): from the last state of token i-1 to the first
+ *     state of token i over the blank between them, log-score advance[0],
+ *     only where the two states' labels differ (the CTC rule: equal labels
+ *     need a blank between them);
+ *   - token skip (skip_penalty > -inf, no blanks): from the last state of
+ *     token i-1 to the first state of token i+1, log-score advance[0] +
+ *     skip_penalty.
+ * First states: state 0 (log-score 0), and the first state of token 0 with
+ *   blanks (0) or of token 1 with token skips (skip_penalty: token 0
+ *   skipped). Final states: state n-1 (0), and the last state of token L-1
+ *   with blanks (0) or of token L-2 with token skips (skip_penalty).
+ * A path's score is the sum of its edges' log-scores and of the emissions
+ * e(t, s) of the cells it visits; hard (Viterbi) keeps the best path, soft
+ * (forward-sum) log_z = log sum over paths of exp(score).
+ * Emissions, either
+ *   - per state (gathered = 0): emissions [B, n_max, S'] (dim[1] >= n of
+ *     every item, dim[2] = S' >= frame_len), e(t,s) = emissions[b, s, t]; or
+ *   - gathered (gathered = 1): frame log-probs [B, S', V] (dim[1] = S',
+ *     dim[2] = V) and a label per state, e(t,s) = log_probs[b, t, label(s)],
+ *     where label(s) = labels[b*labels_stride + i*k + j] for state j of token
+ *     i and `blank` for a blank (CTC: k = 1, labels = targets). The [B, n, S]
+ *     expansion is never written.
+ * Arithmetic is float32 for float32/float16/bfloat16 emissions and float64
+ * for float64; the log-scores (double) are converted once. Outputs of
+ * real type are of that accumulator type.
+ * Ties (hard): a cell keeps stay over advance over skip (a later edge wins
+ * only when strictly better), and the path ends in state n-1 unless the
+ * other final state is strictly better.
+ * Errors per item (err->item names it): token_len < 0 (< 1 without blanks)
+ * or > tokens, frame_len < 1 or > S': MAS_ERR_BAD_LENGTH; a label outside
+ * [0, V) (gathered) or equal to the blank: MAS_ERR_BAD_ARGUMENT; fewer frames
+ * than the shortest path needs (k*L; with blanks k*L + the number of
+ * adjacent equal labels; with token skips k): MAS_ERR_TARGET_TOO_LONG; NaN
+ * or +inf in an emission the sweep reads: MAS_ERR_NONFINITE_VALUE. The sweep
+ * reads, for frames t < frame_len and states s < n, every cell when the
+ * topology has skip edges (blanks, token skips), else the band
+ * t - (frame_len - n) <= s <= t (as hard MAS); gathered emissions are read
+ * only at the item's labels and the blank (other labels are ignored);
+ * every path -inf: MAS_ERR_NO_FINITE_PATH. The other items' outputs are
+ * still written; the failing item's are as beyond the lengths. */
+typedef struct mas_topology {
+    int32_t states_per_token; /* k >= 1 (<= 7 with token skips) */
+    int32_t has_blank;        /* 1: CTC blanks (then skip_penalty must be -inf) */
+    int32_t blank;            /* the blank's label (gathered emissions) */
+    int32_t reserved_;
+    const double *stay;       /* [k] log-scores, NULL: all 0 */
+    const double *advance;    /* [k] log-scores, NULL: all 0 */
+    double blank_stay;        /* log-scores of a blank's edges */
+    double blank_advance;
+    double skip_penalty;      /* token skip log-score; -INFINITY: no token skips */
+} mas_topology;
+
+/* The arguments shared by the hard and soft calls.
+ *   emissions: any float dtype, any strides (see above for its two forms).
+ *   labels: int32 host array, required when gathered or has_blank, else
+ *     may be NULL.
+ *   tokens: the outputs' token axis (L_max >= every token_len).
+ *   token_len, frame_len: [B] host arrays. */
+typedef struct mas_topo_args {
+    mas_topology topology;
+    int32_t gathered;
+    int32_t reserved_;
+    mas_tensor3 emissions;
+    const int32_t *labels;
+    int64_t labels_stride;
+    int64_t tokens;
+    const int64_t *token_len;
+    const int64_t *frame_len;
+} mas_topo_args;
+
+/* Outputs of the hard (Viterbi) call; any subset (at least one); NULL: not
+ * wanted. Strides are per item (b), in elements.
+ *   state_ids:    int32 [B, S'], the state of each frame; -1 beyond frame_len.
+ *   frame_labels: int32 [B, S'], label(state) of each frame (the blank's
+ *                 label on blank frames); -1 beyond frame_len. Needs labels.
+ *   token_spans:  int32 [B, tokens, 2] at b*stride + 2*i: first and last
+ *                 frame of token i; -1, -1 for a skipped token or i >= L.
+ *   token_scores: [B, tokens] accumulator type: the mean emission of the
+ *                 token's frames; -inf for a skipped token, 0 for i >= L.
+ *   score:        [B] accumulator type: the best path's score (-inf on an
+ *                 item error). */
+typedef struct mas_topo_hard_outputs {
+    int32_t *state_ids;
+    int64_t state_ids_stride;
+    int32_t *frame_labels;
+    int64_t frame_labels_stride;
+    int32_t *token_spans;
+    int64_t token_spans_stride;
+    void *token_scores;
+    int64_t token_scores_stride;
+    void *score;
+} mas_topo_hard_outputs;
+
+/* Outputs of the soft (forward-sum) call; NULL data: not wanted.
+ *   log_z:     [B] accumulator type.
+ *   posterior: [B, n_max, S'] accumulator type, any strides: the
+ *              probability that the path is in state s at frame t; written
+ *              in full (0 beyond the lengths); sums to 1 over s per frame.
+ *              It is d log_z / d e(t,s).
+ *   grad:      gathered only, [B, S', V] accumulator type, any strides:
+ *              d log_z / d log_probs, the posterior summed per label; written
+ *              in full (0 beyond the lengths and at unused labels). */
+typedef struct mas_topo_soft_outputs {
+    void *log_z;
+    mas_tensor3 posterior;
+    mas_tensor3 grad;
+} mas_topo_soft_outputs;
+
+/* States of a transcript of `tokens` tokens under t (n above); 0 for k < 1. */
+int64_t mas_topology_states(const mas_topology *t, int64_t tokens);
+
+/* Bytes of workspace for mas_viterbi_cpu (soft = 0) or
+ * mas_topo_forward_sum_cpu (soft = 1) with these arguments (threads <= 0:
+ * every core); 0 for bad arguments. */
+size_t mas_topo_cpu_workspace_size(const mas_topo_args *args, int32_t soft, int32_t threads);
+
+/* Hard alignment (Viterbi) over the topology on the CPU. Returns MAS_OK, or
+ * an error (argument errors before any work; item errors as above, with
+ * *err naming the lowest failing item). */
+mas_status mas_viterbi_cpu(const mas_topo_args *args, const mas_topo_hard_outputs *out,
+                           void *workspace, size_t workspace_size, int32_t threads,
+                           mas_error *err);
+
+/* Soft alignment (forward-sum) over the topology on the CPU: log_z, and the
+ * posterior / the gradient of the log-probs when wanted. Returns as
+ * mas_viterbi_cpu. */
+mas_status mas_topo_forward_sum_cpu(const mas_topo_args *args,
+                                    const mas_topo_soft_outputs *out, void *workspace,
+                                    size_t workspace_size, int32_t threads, mas_error *err);
+
+/* The same on a CUDA device (every pointer device memory, asynchronously on
+ * `stream`, value errors in *error_word). Not implemented yet: these return
+ * MAS_ERR_NO_CUDA in every build. */
+size_t mas_topo_cuda_workspace_size(const mas_topo_args *args, int32_t soft);
+mas_status mas_viterbi_cuda(const mas_topo_args *args, const mas_topo_hard_outputs *out,
+                            void *workspace, size_t workspace_size, void *stream,
+                            uint64_t *error_word);
+mas_status mas_topo_forward_sum_cuda(const mas_topo_args *args,
+                                     const mas_topo_soft_outputs *out, void *workspace,
+                                     size_t workspace_size, void *stream,
+                                     uint64_t *error_word);
 
 #ifdef __cplusplus
 }

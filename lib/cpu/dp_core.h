@@ -38,6 +38,32 @@
 
 typedef enum dp_semiring { DP_MAXPLUS = 0, DP_LOGPLUS = 1 } dp_semiring;
 
+/* The longest skip edge a topology may have (s-d -> s, d <= DP_MAX_SKIP). */
+#define DP_MAX_SKIP 8
+
+/* A topology other than the plain chain (see dp_problem.topo): per-state
+ * edge weights, of the accumulator type, constant over the steps.
+ *   alpha[t][s] = PLUS( alpha[t-1][s]   (+) stay[s],
+ *                       alpha[t-1][s-1] (+) move[s],
+ *                       alpha[t-1][s-d] (+) skip[s] )  (+)  c(t, s)
+ * move[0] is the edge from the virtual start; skip[d-1] the skip edge from
+ * it. A weight is finite or -inf (no edge). */
+typedef struct dp_topology {
+    const void *stay; /* [n_states] */
+    const void *move; /* [n_states] */
+    const void *skip; /* [n_states], or NULL: no skip edges */
+    int64_t skip_dist; /* d, 2 <= d <= DP_MAX_SKIP, when skip is set */
+    /* The skip edges' hand-over between tiles, as `edge` is for the move
+     * edge: skip_edge[k * DP_MAX_SKIP + j] = alpha[t_begin-1+k][s_begin-d+j]
+     * for j < d on entry (at s_begin 0: 0 at k = 0, j = d-1, the virtual
+     * start; -inf elsewhere), the same for the state after the range on exit.
+     * (t_end - t_begin) * DP_MAX_SKIP values of the accumulator type. */
+    void *skip_edge;
+    /* Max-plus: one bit per cell, 1 where the skip edge won (strictly over
+     * stay and move), laid out as dp_problem.decisions. NULL: not wanted. */
+    uint8_t *skip_decisions;
+} dp_topology;
+
 /* A strided 2-D view over (step t, state s) of one item. */
 typedef struct dp_view {
     const void *base;
@@ -70,6 +96,19 @@ typedef struct dp_problem {
      * inside the band with s <= t; other cells untouched. */
     void *alpha_out;
     int64_t alpha_stride_state, alpha_stride_step;
+    /* Optional topology (NULL: the plain chain, zero edge weights: hard MAS,
+     * forward-sum). Not with logits. */
+    const dp_topology *topo;
+    /* The upper cut: cells with s > t + diag are outside (no path reaches
+     * them), as s > t is for the plain chain (diag 0). A topology whose
+     * paths run faster than one state a step sets DP_NO_BAND. */
+    int64_t diag;
+    /* Optional state -> row map of the cell view: c(t,s) is read at row
+     * cell_rows[s] (gathered emissions: a label's column of log-probs), so
+     * the per-state expansion is never written. NULL: row s. */
+    const int32_t *cell_rows;
+    /* Internal: the t_begin of the running dp_sweep (skip_edge's origin). */
+    int64_t skip_edge_t0;
 } dp_problem;
 
 /* Bytes of the decision bitmap of one item (rounded up to whole tiles). */

@@ -122,17 +122,19 @@ static int64_t store_rows_f32_fast(const float *hist, int64_t lanes, int64_t ste
 
 /* dst[k*DP_W + l] = view(t0+k, s0+l) for l < lanes, k < steps; cells past the
  * lanes, below the band (s < t - band) or above the diagonal
- * (s > t) get `pad`. */
+ * (s > t + diag) get `pad`. rows (NULL: identity) maps a state to its row. */
 static void fill_tile(const dp_view *v, int64_t s0, int64_t lanes, int64_t t0,
-                      int64_t steps, int64_t band, int readable, DP_REAL pad,
-                      DP_REAL *dst) {
+                      int64_t steps, int64_t band, int64_t diag, int readable,
+                      const int32_t *rows, DP_REAL pad, DP_REAL *dst) {
+    const int64_t td = t0 + diag;
 #define FILL_ROWS(TYPE, CONVERT)                                                  \
     for (int64_t l = 0; l < lanes; l++) {                                        \
-        const TYPE *row = (const TYPE *)v->base + (s0 + l) * v->stride_state +   \
+        int64_t r = rows ? rows[s0 + l] : s0 + l;                                \
+        const TYPE *row = (const TYPE *)v->base + r * v->stride_state +          \
                           t0 * v->stride_step;                                   \
         int64_t last = s0 + l + band - t0; /* last step inside the band */       \
         int64_t n = last + 1 < steps ? (last + 1 > 0 ? last + 1 : 0) : steps;    \
-        int64_t above = s0 + l > t0 ? s0 + l - t0 : 0; /* steps with s > t */ \
+        int64_t above = s0 + l > td ? s0 + l - td : 0; /* steps with s > t+diag */ \
         int64_t k = 0;                                                           \
         for (; k < above && k < steps; k++) dst[k * DP_W + l] = pad;             \
         for (; k < n; k++) dst[k * DP_W + l] = (DP_REAL)CONVERT(row[k * v->stride_step]); \
@@ -141,10 +143,11 @@ static void fill_tile(const dp_view *v, int64_t s0, int64_t lanes, int64_t t0,
 #define AS_IS(x) (x)
     int64_t first = 0;
     /* neither the band nor the diagonal cuts a cell of the tile */
-    int no_cut = s0 + band - t0 >= steps - 1 && s0 + lanes - 1 <= t0;
+    int no_cut = s0 + band - t0 >= steps - 1 && s0 + lanes - 1 <= td;
     /* A cut tile of a plain rectangle is still inside the lengths: read it
-     * whole the fast way, then pad the cut cells (below). */
-    int whole = no_cut || readable;
+     * whole the fast way, then pad the cut cells (below). Gathered rows are
+     * read one by one. */
+    int whole = (no_cut || readable) && !rows;
 #if defined(__AVX512F__) && !DP_REAL_IS_DOUBLE
     if (whole) first = fill_rows_f32_fast(v, s0, lanes, t0, steps, dst);
 #endif
@@ -153,6 +156,57 @@ static void fill_tile(const dp_view *v, int64_t s0, int64_t lanes, int64_t t0,
         const DP_REAL *col = (const DP_REAL *)v->base + s0 + t0 * v->stride_step;
         for (int64_t k = 0; k < steps; k++)
             for (int64_t l = 0; l < lanes; l++) dst[k * DP_W + l] = col[k * v->stride_step + l];
+        first = lanes;
+    }
+    if (rows) {
+        /* gathered rows (labels' columns of frame log-probs): step by step,
+         * each step's few rows of memory serve every lane; the cut cells
+         * are padded below */
+#define GATHER_ROWS(TYPE, CONVERT)                                                \
+        for (int64_t k = 0; k < steps; k++) {                                     \
+            const TYPE *at = (const TYPE *)v->base + (t0 + k) * v->stride_step;   \
+            for (int64_t l = 0; l < lanes; l++)                                   \
+                dst[k * DP_W + l] = (DP_REAL)CONVERT(at[rows[s0 + l] * v->stride_state]); \
+        }
+#define AS_IS(x) (x)
+        int gathered = 0;
+#if (defined(__AVX512F__) || defined(__AVX2__)) && !DP_REAL_IS_DOUBLE
+        if (v->dtype == MAS_FLOAT32) {
+            /* hardware gathers: one per 16 (8) lanes a step */
+            _Alignas(64) int32_t idx[DP_W];
+            int fits = 1;
+            for (int64_t l = 0; l < DP_W; l++) {
+                int64_t off = l < lanes ? rows[s0 + l] * v->stride_state : 0;
+                fits &= off >= INT32_MIN && off <= INT32_MAX;
+                idx[l] = (int32_t)off;
+            }
+            for (int64_t k = 0; fits && k < steps; k++) {
+                const float *at = (const float *)v->base + (t0 + k) * v->stride_step;
+#if defined(__AVX512F__)
+                for (int g = 0; g < DP_W; g += 16)
+                    _mm512_storeu_ps(dst + k * DP_W + g,
+                                     _mm512_i32gather_ps(_mm512_load_si512((const void *)(idx + g)),
+                                                         at, 4));
+#else
+                for (int g = 0; g < DP_W; g += 8)
+                    _mm256_storeu_ps(dst + k * DP_W + g,
+                                     _mm256_i32gather_ps(at, _mm256_load_si256((const __m256i *)(idx + g)),
+                                                         4));
+#endif
+            }
+            gathered = fits;
+        }
+#endif
+        if (!gathered) switch (v->dtype) {
+        case MAS_FLOAT32: GATHER_ROWS(float, AS_IS); break;
+        case MAS_FLOAT64: GATHER_ROWS(double, AS_IS); break;
+        case MAS_FLOAT16: GATHER_ROWS(uint16_t, mas_f16_to_f32); break;
+        case MAS_BFLOAT16: GATHER_ROWS(uint16_t, mas_bf16_to_f32); break;
+        default: break;
+        }
+#undef AS_IS
+#undef GATHER_ROWS
+#define AS_IS(x) (x)
         first = lanes;
     }
     s0 += first;
@@ -173,7 +227,7 @@ static void fill_tile(const dp_view *v, int64_t s0, int64_t lanes, int64_t t0,
         dst -= first;
         s0 -= first;
         for (int64_t l = 0; l < first; l++) {
-            int64_t above = s0 + l > t0 ? s0 + l - t0 : 0;
+            int64_t above = s0 + l > td ? s0 + l - td : 0;
             int64_t last = s0 + l + band - t0;
             for (int64_t k = 0; k < above && k < steps; k++) dst[k * DP_W + l] = pad;
             for (int64_t k = last + 1 > 0 ? last + 1 : 0; k < steps; k++) dst[k * DP_W + l] = pad;
@@ -245,19 +299,22 @@ static inline dp_vec vec_log_add_exp(dp_vec a, dp_vec b) {
 
 /* One tile: lanes [s0, s0+DP_W) over `steps` steps from t0. */
 DP_ALWAYS_INLINE uint64_t sweep_tile(const dp_problem *p, const int semiring,
-                                     const int has_logits, int64_t s0, int64_t t0,
+                                     const int has_logits, const int has_topo,
+                                     const int has_skip, int64_t s0, int64_t t0,
                                      int64_t steps, DP_REAL *col, DP_REAL *edge,
                                      DP_REAL *cells, DP_REAL *wstay, DP_REAL *wmove,
                                      DP_REAL *hist, int64_t out_lane) {
     int64_t lanes = p->n_states - s0 < DP_W ? p->n_states - s0 : DP_W;
+    /* the plain chain's diagonal is s <= t: a constant, not a load */
+    const int64_t diag = has_topo ? p->diag : 0;
     if (p->cell.base) {
-        fill_tile(&p->cell, s0, lanes, t0, steps, p->band, p->readable,
-                  -INFINITY, cells);
+        fill_tile(&p->cell, s0, lanes, t0, steps, p->band, diag, p->readable,
+                  has_topo ? p->cell_rows : NULL, -INFINITY, cells);
     } else {
         for (int64_t k = 0; k < steps; k++)
             for (int64_t l = 0; l < DP_W; l++) {
                 int inside = l < lanes && s0 + l >= t0 + k - p->band &&
-                             s0 + l <= t0 + k;
+                             s0 + l <= t0 + k + diag;
                 cells[k * DP_W + l] = inside ? 0 : -INFINITY;
             }
     }
@@ -269,7 +326,7 @@ DP_ALWAYS_INLINE uint64_t sweep_tile(const dp_problem *p, const int semiring,
         for (int64_t k = 0; k < first * DP_W; k++) wstay[k] = 0;
         if (steps > first)
             fill_tile(&p->logits, s0, lanes, t0 - 1 + first, steps - first, p->band,
-                      p->readable, 0,
+                      0, p->readable, NULL, 0,
                       wstay + first * DP_W);
 #if DP_REAL_IS_DOUBLE
         for (int64_t k = 0; k < steps * DP_W; k++) {
@@ -287,23 +344,61 @@ DP_ALWAYS_INLINE uint64_t sweep_tile(const dp_problem *p, const int semiring,
         }
     }
 
+    /* A topology's per-state weights, constant over the steps; lanes past
+     * the states get 0 (their cells are -inf). */
+    _Alignas(64) DP_REAL tw[3][DP_W];
+    dp_vec v_stay = vec_set1(0), v_move = vec_set1(0), v_skip = vec_set1(0);
+    int64_t skip_d = 0;
+    DP_REAL *skip_edge = NULL;
+    if (has_topo) {
+        const dp_topology *tp = p->topo;
+        for (int64_t l = 0; l < DP_W; l++) {
+            int in = l < lanes;
+            tw[0][l] = in ? ((const DP_REAL *)tp->stay)[s0 + l] : 0;
+            tw[1][l] = in ? ((const DP_REAL *)tp->move)[s0 + l] : 0;
+            tw[2][l] = in && has_skip ? ((const DP_REAL *)tp->skip)[s0 + l] : 0;
+        }
+        v_stay = vec_load(tw[0]);
+        v_move = vec_load(tw[1]);
+        if (has_skip) {
+            v_skip = vec_load(tw[2]);
+            skip_d = tp->skip_dist;
+            skip_edge = (DP_REAL *)tp->skip_edge + (t0 - p->skip_edge_t0) * DP_MAX_SKIP;
+        }
+    }
     uint64_t bad = 0;
     dp_vec q = vec_load(col);
     const size_t dec_bytes = DP_W / 8;
     uint8_t *dec = p->decisions
                        ? p->decisions + ((s0 / DP_W) * p->n_steps + t0) * (int64_t)dec_bytes
                        : NULL;
+    uint8_t *skip_dec = has_skip && p->topo->skip_decisions
+                            ? p->topo->skip_decisions +
+                                  ((s0 / DP_W) * p->n_steps + t0) * (int64_t)dec_bytes
+                            : NULL;
     for (int64_t k = 0; k < steps; k++) {
         dp_vec c = vec_load(cells + k * DP_W);
-        /* NaN/+inf count only on cells a path can reach (s <= t); cells
-         * below the band were never read. */
-        int64_t reach = t0 + k - s0 + 1;
+        /* NaN/+inf count only on cells a path can reach (s <= t + diag);
+         * cells below the band were never read. */
+        int64_t reach = t0 + k + diag - s0 + 1;
         bad |= vec_bad_bits(c) &
                (reach >= 64 ? ~(uint64_t)0 : reach <= 0 ? 0 : ((uint64_t)1 << reach) - 1u);
-        dp_vec stay = q, move;
+        dp_vec stay = q, move, skip = q;
         if (has_logits) {
             stay = vec_add(q, vec_load(wstay + k * DP_W));
             move = vec_shift_in(vec_add(q, vec_load(wmove + k * DP_W)), edge[k] + edge_move[k]);
+        } else if (has_topo) {
+            stay = vec_add(q, v_stay);
+            move = vec_add(vec_shift_in(q, edge[k]), v_move);
+            if (has_skip) {
+                /* q moved d states up, the d states before the tile shifted
+                 * in: d one-lane shifts in registers (a store and a
+                 * misaligned reload would stall on store forwarding) */
+                dp_vec up = q;
+                for (int64_t j = skip_d - 1; j >= 0; j--)
+                    up = vec_shift_in(up, skip_edge[k * DP_MAX_SKIP + j]);
+                skip = vec_add(up, v_skip);
+            }
         } else {
             move = vec_shift_in(q, edge[k]);
         }
@@ -312,11 +407,37 @@ DP_ALWAYS_INLINE uint64_t sweep_tile(const dp_problem *p, const int semiring,
                 uint64_t bits = vec_lt_bits(stay, move);
                 memcpy(dec + k * dec_bytes, &bits, dec_bytes);
             }
-            q = vec_add(vec_max(move, stay), c);
+            q = vec_max(move, stay);
+            if (has_skip) {
+                /* ties go to stay, then move: skip only when strictly better */
+                if (skip_dec) {
+                    uint64_t bits = vec_lt_bits(q, skip);
+                    memcpy(skip_dec + k * dec_bytes, &bits, dec_bytes);
+                }
+                q = vec_max(skip, q);
+            }
+            q = vec_add(q, c);
         } else {
-            q = vec_add(vec_log_add_exp(stay, move), c);
+            q = vec_log_add_exp(stay, move);
+            if (has_skip) q = vec_log_add_exp(q, skip);
+            q = vec_add(q, c);
         }
         vec_store(hist + k * DP_W, q);
+    }
+    if (has_skip && steps > 0) {
+        /* Hand the last d wanted states to the next tile: the state after
+         * the range is s0 + out_lane + 1; skip source lane m = out_lane+1-d+j
+         * at step t-1 (the column before the block at k = 0), or, for m < 0,
+         * the entry this tile received (index j + out_lane + 1 > j: not yet
+         * overwritten). */
+        for (int64_t k = 0; k < steps; k++) {
+            const DP_REAL *prev = k == 0 ? col : hist + (k - 1) * DP_W;
+            DP_REAL *se = skip_edge + k * DP_MAX_SKIP;
+            for (int64_t j = 0; j < skip_d; j++) {
+                int64_t m = out_lane + 1 - skip_d + j;
+                se[j] = m >= 0 ? prev[m] : se[j + out_lane + 1];
+            }
+        }
     }
     /* Hand the last wanted state's values to the next tile: alpha[t-1][out]. */
     if (steps > 0) {
@@ -333,7 +454,7 @@ DP_ALWAYS_INLINE uint64_t sweep_tile(const dp_problem *p, const int semiring,
         int64_t l = 0;
 #if defined(__AVX512F__) && !DP_REAL_IS_DOUBLE
         /* a tile with every cell inside: whole rows through registers */
-        int full = s0 + p->band - t0 >= steps - 1 && s0 + lanes - 1 <= t0;
+        int full = s0 + p->band - t0 >= steps - 1 && s0 + lanes - 1 <= t0 + diag;
         if (full && p->alpha_stride_step == 1)
             l = store_rows_f32_fast(hist, lanes, steps,
                                     out + s0 * p->alpha_stride_state + t0, p->alpha_stride_state);
@@ -342,7 +463,7 @@ DP_ALWAYS_INLINE uint64_t sweep_tile(const dp_problem *p, const int semiring,
             /* inside the band and on or below the diagonal only: a skewed view has no
              * cells elsewhere */
             int64_t s = s0 + l;
-            int64_t k = s > t0 ? s - t0 : 0;
+            int64_t k = s > t0 + diag ? s - t0 - diag : 0;
             int64_t end = s + p->band - t0 + 1 < steps ? s + p->band - t0 + 1 : steps;
             for (; k < end; k++)
                 out[s * p->alpha_stride_state + (t0 + k) * p->alpha_stride_step] =
@@ -354,7 +475,8 @@ DP_ALWAYS_INLINE uint64_t sweep_tile(const dp_problem *p, const int semiring,
 }
 
 DP_ALWAYS_INLINE int sweep_range(const dp_problem *p, const int semiring,
-                                 const int has_logits, int64_t s_begin, int64_t s_end,
+                                 const int has_logits, const int has_topo,
+                                 const int has_skip, int64_t s_begin, int64_t s_end,
                                  int64_t t_begin, int64_t t_end, DP_REAL *column,
                                  DP_REAL *edge) {
     _Alignas(64) DP_REAL cells[DP_BLOCK_STEPS * DP_W];
@@ -368,7 +490,7 @@ DP_ALWAYS_INLINE int sweep_range(const dp_problem *p, const int semiring,
         int64_t out_lane = (s_end - s0 < DP_W ? s_end - s0 : DP_W) - 1;
         for (int64_t t0 = t_begin; t0 < t_end; t0 += DP_BLOCK_STEPS) {
             int64_t steps = t_end - t0 < DP_BLOCK_STEPS ? t_end - t0 : DP_BLOCK_STEPS;
-            int above = s0 > t0 + steps - 1;              /* every cell has s > t */
+            int above = s0 > t0 + steps - 1 + (has_topo ? p->diag : 0); /* s > t + diag */
             int below = s0 + DP_W - 1 < t0 - p->band;     /* every cell outside the band */
             if (above || below) {
                 /* alpha is -inf on all of it, and stays so below the band:
@@ -379,10 +501,21 @@ DP_ALWAYS_INLINE int sweep_range(const dp_problem *p, const int semiring,
                  * band; every later one is outside it. */
                 e[0] = col[out_lane];
                 for (int64_t k = 1; k < steps; k++) e[k] = -INFINITY;
+                if (has_skip) {
+                    DP_REAL *se = (DP_REAL *)p->topo->skip_edge +
+                                  (t0 - p->skip_edge_t0) * DP_MAX_SKIP;
+                    int64_t d = p->topo->skip_dist;
+                    for (int64_t j = 0; j < d; j++) {
+                        int64_t m = out_lane + 1 - d + j;
+                        se[j] = m >= 0 ? col[m] : se[j + out_lane + 1];
+                    }
+                    for (int64_t k = 1; k < steps; k++)
+                        for (int64_t j = 0; j < d; j++) se[k * DP_MAX_SKIP + j] = -INFINITY;
+                }
                 if (below) vec_store(col, vec_set1(-INFINITY));
                 continue;
             }
-            bad |= sweep_tile(p, semiring, has_logits, s0, t0, steps,
+            bad |= sweep_tile(p, semiring, has_logits, has_topo, has_skip, s0, t0, steps,
                               column + (s0 - s_begin), edge + (t0 - t_begin), cells,
                               wstay, wmove, hist, out_lane);
         }
@@ -394,9 +527,20 @@ int DP_FN(const dp_problem *p, int64_t s_begin, int64_t s_end, int64_t t_begin,
           int64_t t_end, void *column, void *edge) {
     DP_REAL *c = (DP_REAL *)column, *e = (DP_REAL *)edge;
     int logits = p->logits.base != NULL;
+    if (p->topo) {
+        /* topologies: the skip edge (three-way cells) is its own loop */
+        dp_problem q = *p;
+        q.skip_edge_t0 = t_begin;
+        int skip = p->topo->skip != NULL;
+        if (p->semiring == DP_MAXPLUS)
+            return skip ? sweep_range(&q, DP_MAXPLUS, 0, 1, 1, s_begin, s_end, t_begin, t_end, c, e)
+                        : sweep_range(&q, DP_MAXPLUS, 0, 1, 0, s_begin, s_end, t_begin, t_end, c, e);
+        return skip ? sweep_range(&q, DP_LOGPLUS, 0, 1, 1, s_begin, s_end, t_begin, t_end, c, e)
+                    : sweep_range(&q, DP_LOGPLUS, 0, 1, 0, s_begin, s_end, t_begin, t_end, c, e);
+    }
     if (p->semiring == DP_MAXPLUS)
-        return logits ? sweep_range(p, DP_MAXPLUS, 1, s_begin, s_end, t_begin, t_end, c, e)
-                      : sweep_range(p, DP_MAXPLUS, 0, s_begin, s_end, t_begin, t_end, c, e);
-    return logits ? sweep_range(p, DP_LOGPLUS, 1, s_begin, s_end, t_begin, t_end, c, e)
-                  : sweep_range(p, DP_LOGPLUS, 0, s_begin, s_end, t_begin, t_end, c, e);
+        return logits ? sweep_range(p, DP_MAXPLUS, 1, 0, 0, s_begin, s_end, t_begin, t_end, c, e)
+                      : sweep_range(p, DP_MAXPLUS, 0, 0, 0, s_begin, s_end, t_begin, t_end, c, e);
+    return logits ? sweep_range(p, DP_LOGPLUS, 1, 0, 0, s_begin, s_end, t_begin, t_end, c, e)
+                  : sweep_range(p, DP_LOGPLUS, 0, 0, 0, s_begin, s_end, t_begin, t_end, c, e);
 }

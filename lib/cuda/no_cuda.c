@@ -77,3 +77,26 @@ mas_status mas_loglik_cuda(const mas_loglik_args *args, void *workspace, size_t 
     (void)args; (void)workspace; (void)workspace_size; (void)stream; (void)error_word;
     return MAS_ERR_NO_CUDA;
 }
+
+size_t mas_topo_cuda_workspace_size(const mas_topo_args *args, int32_t soft) {
+    (void)args;
+    (void)soft;
+    return 0;
+}
+
+mas_status mas_viterbi_cuda(const mas_topo_args *args, const mas_topo_hard_outputs *out,
+                            void *workspace, size_t workspace_size, void *stream,
+                            uint64_t *error_word) {
+    (void)args; (void)out; (void)workspace; (void)workspace_size; (void)stream;
+    (void)error_word;
+    return MAS_ERR_NO_CUDA;
+}
+
+mas_status mas_topo_forward_sum_cuda(const mas_topo_args *args,
+                                     const mas_topo_soft_outputs *out, void *workspace,
+                                     size_t workspace_size, void *stream,
+                                     uint64_t *error_word) {
+    (void)args; (void)out; (void)workspace; (void)workspace_size; (void)stream;
+    (void)error_word;
+    return MAS_ERR_NO_CUDA;
+}

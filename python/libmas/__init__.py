@@ -15,6 +15,8 @@ from .errors import check_errors
 from .hard import AlignResult, align, maximum_path
 from .soft import forward_sum, monotonic_attention, monotonic_attention_m2m, posterior
 from .likelihood import GMM, gaussian_loglik, gmm_loglik
+from .topology import (ForcedAlignResult, Topology, ViterbiResult, ctc_log_z, forced_align,
+                       log_z, state_posterior, viterbi)
 
 __version__ = "0.1.0"
 
@@ -31,7 +33,9 @@ def has_cuda():
 
 __all__ = ["AlignResult", "align", "maximum_path", "check_errors", "c_version", "has_cuda",
            "__version__", "forward_sum", "posterior", "monotonic_attention",
-           "monotonic_attention_m2m", "GMM", "gmm_loglik", "gaussian_loglik"]
+           "monotonic_attention_m2m", "GMM", "gmm_loglik", "gaussian_loglik",
+           "Topology", "ForcedAlignResult", "ViterbiResult", "forced_align", "ctc_log_z",
+           "viterbi", "log_z", "state_posterior"]
 
 
 def torch_ops():

@@ -48,6 +48,10 @@ def _parser():
     bench.add_argument("--likelihood", action="store_true",
                        help="time the likelihood kernels (GMM, Glow-TTS logp) against "
                             "PyTorch / NumPy instead of hard MAS")
+    bench.add_argument("--topology", action="store_true",
+                       help="the topology rows (CTC forced alignment, CTC log Z, 3-state HMM "
+                            "Viterbi, hard MAS) against their anchors; CPU, one thread unless "
+                            "--threads")
     return parser
 
 
@@ -66,6 +70,13 @@ def main(argv=None):
         from . import bench_likelihood
 
         bench_likelihood.run(args)
+        return 0
+    if args.topology:
+        if args.device != "cpu":
+            parser.error("--topology: only --device cpu so far (the CUDA kernels are to come)")
+        from . import bench_topology
+
+        bench_topology.run(args)
         return 0
     if args.T is None:
         args.T = [128, 256, 512, 1024] + ([2048] if args.device == "cuda" else [])

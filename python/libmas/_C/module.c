@@ -66,6 +66,10 @@ static PyMethodDef methods[] = {
     {"loglik_workspace_size", (PyCFunction)(void (*)(void))mas_py_loglik_workspace_size,
      METH_FASTCALL, "loglik_workspace_size(cuda, x, coef, offsets, n_states, out, best, "
      "flags, precision, threads) -> bytes"},
+    {"topo", (PyCFunction)(void (*)(void))mas_py_topo, METH_FASTCALL,
+     "Viterbi or forward-sum over a topology (mas.h section 7)."},
+    {"topo_workspace_size", (PyCFunction)(void (*)(void))mas_py_topo_workspace_size,
+     METH_FASTCALL, "Workspace bytes of topo."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "libmas._C",

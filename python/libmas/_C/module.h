@@ -28,4 +28,8 @@ PyObject *mas_py_loglik_workspace_size(PyObject *self, PyObject *const *args,
 /* baseline.c */
 PyObject *mas_py_baseline_glow(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
+/* topology.c */
+PyObject *mas_py_topo(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *mas_py_topo_workspace_size(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+
 #endif
