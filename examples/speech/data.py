@@ -7,6 +7,11 @@ from the seed, with voices, speaking rate and pitch drawn at random, and
 sentences taken from text every Debian system ships (the licence texts under
 /usr/share/common-licenses).
 
+The text, voice, rate, pitch, padding and noise of utterance i depend only on
+(seed, i). espeak-ng itself is not bit-reproducible: the same call can give speech some
+tenths of a percent longer or shorter, so a rebuilt utterance differs slightly
+(its timings are still exact for its own audio).
+
 An utterance: utt_NNNNN.wav (16-bit mono, 22050 Hz) and an entry in
 manifest.json: text, voice, rate, pitch, num_samples, phones (names; pauses
 and the silence padded at both ends are "sil") and starts (the first sample
@@ -184,7 +189,6 @@ def build(out_dir, n, seed=0, part="train", progress=None):
     progress: an optional callable(done, total)."""
     if part not in ("train", "test"):
         raise ValueError(f"build: part must be 'train' or 'test', got {part!r}")
-    rng = np.random.default_rng(seed)
     engine = Espeak()
     texts = [s for i, s in enumerate(sentences()) if (i % 5 == 0) == (part == "test")]
     if not texts:
@@ -192,6 +196,9 @@ def build(out_dir, n, seed=0, part="train", progress=None):
     os.makedirs(out_dir, exist_ok=True)
     manifest = []
     for i in range(n):
+        # one generator per utterance: espeak-ng's output length varies between
+        # runs, which must not shift the draws of later utterances
+        rng = np.random.default_rng([seed, i])
         text = texts[int(rng.integers(len(texts)))]
         voice = VOICES[int(rng.integers(len(VOICES)))] + VARIANTS[int(rng.integers(len(VARIANTS)))]
         rate = int(rng.integers(RATE_WPM[0], RATE_WPM[1] + 1))

@@ -184,6 +184,12 @@ def main(argv=None):
         print(f"(dropped {dropped[0]} training and {dropped[1]} test utterances shorter than "
               "3 frames a phone)")
     os.makedirs(args.out, exist_ok=True)
+    pairs = [(u["phones"][k - 1], u["phones"][k]) for u in test_kept_u
+             for k in range(1, len(u["phones"]))]
+    np.savez(os.path.join(args.out, "errors.npz"), left=[a for a, _ in pairs],
+             right=[b for _, b in pairs],
+             **{m.replace(" ", "_").replace("-", "_"): errors_of(f, test_kept_u, keep_all)
+                for m, f in found_all.items()})
     write_report(args, info, results, history, table, test_dir, test_kept_u, found_all,
                  found_all and errors_of, keep_all)
     print(f"report: {os.path.join(args.out, 'report.md')}")
