@@ -64,7 +64,7 @@ fuzz:
 SPEECH_ARGS ?=
 ESPEAK_PKGS := espeak-ng libespeak-ng-dev
 speech-deps: install
-	@if ! ldconfig -p 2>/dev/null | grep -q libespeak-ng.so; then \
+	@if ! $(PY) -c "import ctypes; ctypes.CDLL('libespeak-ng.so.1')" 2>/dev/null; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    apt-get install -y $(ESPEAK_PKGS) || { apt-get update && apt-get install -y $(ESPEAK_PKGS); }; \
 	  elif command -v sudo >/dev/null && sudo -n true 2>/dev/null && command -v apt-get >/dev/null; then \
