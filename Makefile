@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 JOBS ?= 2
 
-.PHONY: bench test venv install c-test cuda-build py-test clean fuzz
+.PHONY: bench test venv install c-test cuda-build py-test clean fuzz demo speech-deps
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -55,3 +55,28 @@ clean:
 FUZZ_SECONDS ?= 45
 fuzz:
 	FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run.sh
+
+# Speech demo (examples/speech/): espeak-ng speech with exact phone timings,
+# GMM-HMM phone models trained from a flat start with libmas, boundary table
+# and report (build/speech/report/). Installs espeak-ng with apt-get when it
+# is missing and we are root or have sudo without a password; otherwise
+# prints the command. SPEECH_ARGS: e.g. --train 2000 --test 200 --device cuda.
+SPEECH_ARGS ?=
+ESPEAK_PKGS := espeak-ng libespeak-ng-dev
+speech-deps: install
+	@if ! $(PY) -c "import ctypes; ctypes.CDLL('libespeak-ng.so.1')" 2>/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get install -y $(ESPEAK_PKGS) || { apt-get update && apt-get install -y $(ESPEAK_PKGS); }; \
+	  elif command -v sudo >/dev/null && sudo -n true 2>/dev/null && command -v apt-get >/dev/null; then \
+	    sudo apt-get install -y $(ESPEAK_PKGS) || { sudo apt-get update && sudo apt-get install -y $(ESPEAK_PKGS); }; \
+	  else \
+	    echo "demo: espeak-ng is missing; install it with:"; \
+	    echo "    sudo apt-get install -y $(ESPEAK_PKGS)"; exit 1; \
+	  fi; \
+	fi
+	@$(PY) -c "import torch" 2>/dev/null || { \
+	  if command -v nvidia-smi >/dev/null 2>&1; then $(PIP) install -q torch; \
+	  else $(PIP) install -q torch --index-url https://download.pytorch.org/whl/cpu; fi; }
+
+demo: speech-deps
+	$(PY) examples/speech/run.py $(SPEECH_ARGS)
