@@ -1,6 +1,7 @@
 # Two entry points, each installing what it needs on a fresh machine:
-#   make bench   CPU benchmark (python -m libmas bench) in a venv
+#   make demo    the main job: the speech aligner end to end (examples/speech)
 #   make test    every test: C tests under ASan/UBSan, CUDA compile, Python tests
+# and make bench (python -m libmas bench), make fuzz.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -74,9 +75,7 @@ speech-deps: install
 	    echo "    sudo apt-get install -y $(ESPEAK_PKGS)"; exit 1; \
 	  fi; \
 	fi
-	@$(PY) -c "import torch" 2>/dev/null || { \
-	  if command -v nvidia-smi >/dev/null 2>&1; then $(PIP) install -q torch; \
-	  else $(PIP) install -q torch --index-url https://download.pytorch.org/whl/cpu; fi; }
+	@$(PY) -c "import torch" 2>/dev/null || $(PIP) install -q torch
 
 demo: speech-deps
 	$(PY) examples/speech/run.py $(SPEECH_ARGS)
