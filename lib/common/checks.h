@@ -4,6 +4,7 @@
 #ifndef MAS_COMMON_CHECKS_H
 #define MAS_COMMON_CHECKS_H
 
+#include <math.h>
 #include <stdint.h>
 
 #include "mas.h"
@@ -114,6 +115,38 @@ static inline mas_status mas_loglik_check_call(const mas_loglik_args *args) {
         return MAS_ERR_BAD_SHAPE;
     if (args->best.data && !mas_same_dims(&args->best, &args->out)) return MAS_ERR_BAD_SHAPE;
     if (args->best.data && args->coef.dim[2] > INT32_MAX) return MAS_ERR_BAD_SHAPE; /* int32 */
+    return MAS_OK;
+}
+
+/* ---- Topologies (mas.h section 7): the checks of a call that need no item
+ * values, shared by the CPU and CUDA entry points. ---- */
+
+/* The longest skip edge a topology may have (s-d -> s, d <= this). */
+#define MAS_TOPO_MAX_SKIP 8
+
+static inline mas_status mas_topo_check_args(const mas_topo_args *a) {
+    if (!a || !a->token_len || !a->frame_len) return MAS_ERR_NULL_POINTER;
+    const mas_topology *t = &a->topology;
+    mas_status st = mas_check_tensor(&a->emissions, MAS_ANY_FLOAT);
+    if (st != MAS_OK) return st;
+    if (t->states_per_token < 1 || a->tokens < 0 || a->reserved_ != 0)
+        return MAS_ERR_BAD_ARGUMENT;
+    int skips = t->skip_penalty > -INFINITY;
+    if (skips && (t->has_blank || t->states_per_token + 1 > MAS_TOPO_MAX_SKIP))
+        return MAS_ERR_BAD_ARGUMENT;
+    if (t->skip_penalty != t->skip_penalty || t->skip_penalty == INFINITY)
+        return MAS_ERR_BAD_ARGUMENT;
+    for (int32_t j = 0; j < t->states_per_token; j++) {
+        double s = t->stay ? t->stay[j] : 0, m = t->advance ? t->advance[j] : 0;
+        if (s != s || m != m || s == INFINITY || m == INFINITY) return MAS_ERR_BAD_ARGUMENT;
+    }
+    if (t->has_blank) {
+        double s = t->blank_stay, m = t->blank_advance;
+        if (s != s || m != m || s == INFINITY || m == INFINITY) return MAS_ERR_BAD_ARGUMENT;
+    }
+    if ((a->gathered || t->has_blank) && !a->labels) return MAS_ERR_NULL_POINTER;
+    if (a->gathered && t->has_blank && (t->blank < 0 || t->blank >= a->emissions.dim[2]))
+        return MAS_ERR_BAD_ARGUMENT;
     return MAS_OK;
 }
 

@@ -43,7 +43,8 @@ static int parse_topology(PyObject *obj, mas_topology *t, double *stay, double *
 }
 
 /* topo_workspace_size(cuda, topology, gathered, B, dim1, dim2, dtype, tokens,
- *                     threads, soft) -> bytes */
+ *                     threads, which) -> bytes; which: 0 hard (unbounded), 1
+ * soft, 2 the smallest a hard CPU call accepts (long-form). */
 PyObject *mas_py_topo_workspace_size(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (nargs != 10) {
@@ -59,9 +60,9 @@ PyObject *mas_py_topo_workspace_size(PyObject *self, PyObject *const *args, Py_s
     long long B = PyLong_AsLongLong(args[3]), d1 = PyLong_AsLongLong(args[4]),
               d2 = PyLong_AsLongLong(args[5]), tokens = PyLong_AsLongLong(args[7]);
     long dtype = PyLong_AsLong(args[6]), threads = PyLong_AsLong(args[8]);
-    int soft = PyObject_IsTrue(args[9]);
-    if (soft < 0) return NULL;
+    long which = PyLong_AsLong(args[9]);
     if (PyErr_Occurred()) return NULL;
+    int soft = which == 1;
     static const int32_t dummy_label = 0;
     static const int64_t dummy_len = 1;
     char dummy_data = 0;
@@ -71,8 +72,9 @@ PyObject *mas_py_topo_workspace_size(PyObject *self, PyObject *const *args, Py_s
     a.tokens = tokens;
     a.token_len = &dummy_len;
     a.frame_len = &dummy_len;
-    size_t n = cuda ? mas_topo_cuda_workspace_size(&a, soft)
-                    : mas_topo_cpu_workspace_size(&a, soft, (int32_t)threads);
+    size_t n = cuda         ? mas_topo_cuda_workspace_size(&a, soft)
+               : which == 2 ? mas_topo_cpu_min_workspace_size(&a, (int32_t)threads)
+                            : mas_topo_cpu_workspace_size(&a, soft, (int32_t)threads);
     return PyLong_FromSize_t(n);
 }
 

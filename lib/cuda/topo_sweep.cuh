@@ -1,0 +1,585 @@
+/* Topologies on CUDA (mas.h section 7): one block per item sweeps the
+ * item's chain of states frame by frame, the semiring (max-plus for Viterbi,
+ * log-plus for log Z) and the direction (forwards, or reversed for the
+ * posterior) being template parameters of one sweep.
+ *
+ * Why this shape: a transcript's chain has skip edges (s-d -> s: CTC blanks,
+ * token skips), so a state needs the scores of d states below it from the
+ * previous frame. Keeping the whole column of scores in shared memory (two
+ * buffers, one barrier a frame) serves any d without the warp hand-overs of
+ * hard MAS's pipeline; a thread owns J states (u = tid + j*blockDim).
+ * Emissions are loaded kTopoAhead frames before they are used (a register
+ * ring), so the L2 round trip stays off the frame's critical path.
+ *
+ * The arithmetic is the CPU core's (lib/cpu/dp_sweep_impl.h), in the same
+ * order: stay = q[s] + w_stay, move = q[s-1] + w_move, q = plus(stay, move),
+ * skip = q[s-d] + w_skip, q = plus(q, skip), q += e(t, s); max-plus keeps
+ * stay on a tie, then move (a later edge only when strictly better), so the
+ * Viterbi outputs are the CPU's bit for bit. Cells the CPU does not read
+ * (outside the band of a topology without skips) count as -inf here and are
+ * not read either.
+ *
+ * Hard: one decision bit per cell and edge (move, skip) in the workspace;
+ * warp 0 then walks back 32 frames at a time from a window of words staged
+ * in shared memory, and the block writes the outputs. Soft: the forward
+ * stores every score; the reversed sweep combines them into the posterior
+ * and the gradient of the log-probs (summed per label in shared memory). */
+#ifndef MAS_CUDA_TOPO_SWEEP_CUH
+#define MAS_CUDA_TOPO_SWEEP_CUH
+
+#include "common/checks.h"
+#include "cuda/dp_semiring.cuh"
+#include "cuda/hard_common.cuh"
+
+namespace mas_cuda {
+
+constexpr int kTopoMaxK = 16;              /* states per token the parameters hold */
+constexpr int kTopoPad = MAS_TOPO_MAX_SKIP; /* scores of states -8..-1 (virtual start at -1) */
+constexpr int kTopoAhead = 4;              /* emission loads this many frames ahead */
+constexpr int kTopoMaxThreads = 1024;
+constexpr int kTopoMaxJ = 8; /* states per thread: at most 8192 states */
+constexpr int kTopoWinWords = 2 * (MAS_TOPO_MAX_SKIP + 2); /* per frame of a backtrack window */
+
+struct TopoArgs {
+    const unsigned char *e;
+    int32_t dtype, gathered;
+    int64_t es0, es1, es2; /* element strides of the emissions */
+    int64_t rows;          /* per-state emissions: dim[1] */
+    int64_t frames;        /* S' */
+    int64_t V;             /* gathered: dim[2] */
+    int32_t k, has_blank, blank, skips;
+    double stay[kTopoMaxK], adv[kTopoMaxK];
+    double blank_stay, blank_adv, skip_pen;
+    const int32_t *labels;
+    int64_t labels_stride, tokens, n_max;
+    const int64_t *token_len, *frame_len;
+    /* workspace */
+    uint32_t *bits; /* hard: [B][frames][words][2] (move, skip) */
+    int64_t words;  /* ceil(n_max / 32) */
+    int32_t *path;  /* hard: [B][frames] */
+    int32_t *span_ws; /* hard: [B][tokens][2] */
+    void *alpha;    /* soft: [B][frames][n_max], accumulator type */
+    /* hard outputs (NULL: not wanted) */
+    int32_t *state_ids;
+    int64_t state_ids_stride;
+    int32_t *frame_labels;
+    int64_t frame_labels_stride;
+    int32_t *token_spans;
+    int64_t token_spans_stride;
+    void *token_scores;
+    int64_t token_scores_stride;
+    void *score;
+    /* soft outputs */
+    void *log_z;
+    void *post;
+    int64_t ps0, ps1, ps2, post_rows;
+    void *grad;
+    int64_t gs0, gs1, gs2;
+    unsigned long long *error_word;
+};
+
+/* The block's item: sizes and the chain's shape (lib/cpu/topology.c's
+ * build_item). */
+struct TopoItem {
+    int64_t b, L, S, n;
+    int d;               /* skip distance, 0 without skip edges */
+    int64_t alt_final;   /* the second final state, -1 if none */
+    double alt_weight;
+};
+
+__device__ __forceinline__ int32_t topo_label(const TopoArgs &a, int64_t b, int64_t i, int64_t j) {
+    return a.labels[b * a.labels_stride + i * a.k + j];
+}
+
+/* Token of state s (-1 for a blank) and its place j in the token. */
+__device__ __forceinline__ int64_t topo_token(const TopoArgs &a, int64_t s, int64_t *j) {
+    const int64_t k = a.k;
+    if (!a.has_blank) {
+        *j = s % k;
+        return s / k;
+    }
+    const int64_t r = s % (k + 1);
+    *j = r - 1;
+    return r == 0 ? -1 : s / (k + 1);
+}
+
+/* Edge log-scores into state s (double, as the CPU builds them). */
+__device__ __forceinline__ void topo_weights(const TopoArgs &a, const TopoItem &it, int64_t s,
+                                             double *stay, double *move, double *skip) {
+    int64_t j, i = topo_token(a, s, &j);
+    *stay = i < 0 ? a.blank_stay : a.stay[j];
+    *move = s == 0 ? 0 : i < 0 ? a.blank_adv : a.adv[j];
+    *skip = -INFINITY;
+    if (it.d && i >= 0 && j == 0) {
+        if (a.has_blank)
+            *skip = i == 0 ? 0
+                    : topo_label(a, it.b, i - 1, a.k - 1) != topo_label(a, it.b, i, 0) ? a.adv[0]
+                                                                                   : -INFINITY;
+        else if (i >= 1)
+            *skip = i == 1 ? a.skip_pen : a.adv[0] + a.skip_pen;
+    }
+}
+
+/* The emission row of state s: its label (gathered) or s. */
+__device__ __forceinline__ int64_t topo_row(const TopoArgs &a, const TopoItem &it, int64_t s) {
+    if (!a.gathered) return s;
+    int64_t j, i = topo_token(a, s, &j);
+    return i < 0 ? a.blank : topo_label(a, it.b, i, j);
+}
+
+template <typename TV>
+__device__ __forceinline__ typename AccOf<TV>::type topo_emission(const TopoArgs &a, int64_t b,
+                                                                  int64_t t, int64_t row) {
+    const TV *e = (const TV *)a.e;
+    return widen(a.gathered ? e[b * a.es0 + t * a.es1 + row * a.es2]
+                            : e[b * a.es0 + row * a.es1 + t * a.es2]);
+}
+
+/* Does the CPU read cell (t, s)? Every cell with skip edges, else the band
+ * t - (S - n) <= s <= t. */
+__device__ __forceinline__ bool topo_readable(const TopoItem &it, int64_t t, int64_t s) {
+    return it.d ? true : (s <= t && s >= t - (it.S - it.n));
+}
+
+/* The item's checks (the CPU's check_item), block-wide; returns the status
+ * and fills *it. Every thread gets the same answer. */
+__device__ int topo_check_item(const TopoArgs &a, int64_t b, TopoItem *it) {
+    const int64_t L = a.token_len[b], S = a.frame_len[b], k = a.k;
+    it->b = b;
+    it->L = L;
+    it->S = S;
+    it->n = L * k + (a.has_blank ? L + 1 : 0);
+    it->d = 0;
+    it->alt_final = -1;
+    it->alt_weight = 0;
+    if (L < (a.has_blank ? 0 : 1) || L > a.tokens || S < 1 || S > a.frames) return MAS_ERR_BAD_LENGTH;
+    if (!a.gathered && it->n > a.rows) return MAS_ERR_BAD_LENGTH;
+    __shared__ int s_repeats;
+    if (threadIdx.x == 0) s_repeats = 0;
+    int bad = 0, repeats = 0;
+    if (a.labels) {
+        for (int64_t q = threadIdx.x; q < L * k; q += blockDim.x) {
+            int32_t l = a.labels[b * a.labels_stride + q];
+            bad |= a.gathered && (l < 0 || l >= a.V);
+            bad |= a.has_blank && l == a.blank;
+        }
+        if (a.has_blank)
+            for (int64_t i = 1 + threadIdx.x; i < L; i += blockDim.x)
+                repeats += topo_label(a, b, i - 1, k - 1) == topo_label(a, b, i, 0);
+    }
+    __syncthreads();
+    if (repeats) atomicAdd(&s_repeats, repeats);
+    bad = __syncthreads_or(bad);
+    if (bad) return MAS_ERR_BAD_ARGUMENT;
+    int64_t need = k * L + s_repeats;
+    const int skips = a.skips && L >= 2;
+    if (a.skips) need = k * (L / 2 > 1 ? L / 2 : 1);
+    if (need > S) return MAS_ERR_TARGET_TOO_LONG;
+    it->d = a.has_blank ? (L >= 1 ? 2 : 0) : skips ? (int)k + 1 : 0;
+    if (a.has_blank && L >= 1) {
+        it->alt_final = it->n - 2;
+        it->alt_weight = 0;
+    } else if (skips) {
+        it->alt_final = it->n - 1 - k;
+        it->alt_weight = a.skip_pen;
+    }
+    return MAS_OK;
+}
+
+/* One sweep over the item. REV: states and frames reversed, with the
+ * reversed edges (stay'[u] = stay[s], move'[u] = move[s+1], skip'[u] =
+ * skip[s+d], the second final state entered from the virtual start).
+ * Leaves the last frame's column in the returned buffer; returns 1 (every
+ * thread) when a read cell was NaN or +inf.
+ *   MODE_BITS: max-plus, decision bits to a.bits.
+ *   MODE_ALPHA: log-plus, every score to a.alpha.
+ *   MODE_COMBINE: log-plus reversed, posterior / gradient from a.alpha.
+ *   MODE_NONE: scores only (log Z). */
+enum { MODE_BITS = 0, MODE_ALPHA = 1, MODE_COMBINE = 2, MODE_NONE = 3 };
+
+template <typename TV, typename SEMI, int J, bool REV, int MODE, bool SKIP>
+__device__ int topo_sweep_impl(const TopoArgs &a, const TopoItem &it,
+                               typename AccOf<TV>::type *col0, typename AccOf<TV>::type *col1,
+                               typename AccOf<TV>::type log_z, typename AccOf<TV>::type *gsum,
+                               typename AccOf<TV>::type **last) {
+    using TA = typename AccOf<TV>::type;
+    const int BD = blockDim.x, tid = threadIdx.x;
+    /* int32 in the frame loop: the host keeps frames and states < 2^31 */
+    const int n = (int)it.n, S = (int)it.S, d = it.d, width = (int)(it.S - it.n);
+    const int64_t b = it.b;
+    /* Per state: weights, emission row and original state; the emission of
+     * the next frame to load (a running pointer, `step` elements a frame)
+     * and, when combining, the forward's score likewise. */
+    TA wst[J], wmv[J], wsk[J];
+    int row[J], orig[J];
+    const TV *ep[J];
+    const TA *ap[J];
+    const int64_t estep = (a.gathered ? a.es1 : a.es2) * (REV ? -1 : 1);
+    const int64_t astep = REV ? -a.n_max : a.n_max;
+#pragma unroll
+    for (int j = 0; j < J; ++j) {
+        const int u = tid + j * BD;
+        wst[j] = wmv[j] = wsk[j] = neg_inf<TA>();
+        row[j] = 0;
+        orig[j] = 0;
+        ep[j] = (const TV *)a.e;
+        ap[j] = (const TA *)a.alpha;
+        if (u < n) {
+            const int64_t s = REV ? n - 1 - u : u;
+            double st, mv, sk;
+            topo_weights(a, it, s, &st, &mv, &sk);
+            if (REV) {
+                double m2, s2, x;
+                if (u == 0) mv = 0;
+                else topo_weights(a, it, s + 1, &x, &mv, &s2);
+                sk = -INFINITY;
+                if (d && s + d <= n - 1) topo_weights(a, it, s + d, &x, &m2, &sk);
+                if (d && u == d - 1 && it.alt_final == s) sk = it.alt_weight;
+            }
+            wst[j] = (TA)st;
+            wmv[j] = (TA)mv;
+            wsk[j] = (TA)sk;
+            row[j] = (int)topo_row(a, it, s);
+            orig[j] = (int)s;
+            const int64_t t0 = REV ? S - 1 : 0;
+            ep[j] = (const TV *)a.e + b * a.es0 +
+                    (a.gathered ? t0 * a.es1 + row[j] * a.es2 : s * a.es1 + t0 * a.es2);
+            ap[j] = (const TA *)a.alpha + (b * a.frames + t0) * a.n_max + s;
+        }
+    }
+    const int stride = kTopoPad + J * BD;
+    for (int q = tid; q < stride; q += BD) {
+        col0[q] = neg_inf<TA>();
+        col1[q] = neg_inf<TA>();
+    }
+    if (MODE == MODE_COMBINE && gsum)
+        for (int64_t v = tid; v < 2 * a.V; v += BD) gsum[v] = (TA)0;
+    __syncthreads();
+    if (tid == 0) col0[kTopoPad - 1] = (TA)0; /* the virtual start */
+    __syncthreads();
+
+    /* Does the CPU read the cell of sweep state u at sweep frame tau? Every
+     * cell with skip edges; else the band, tau - width <= u <= tau in either
+     * direction. */
+    auto readable = [&](int u, int tau) {
+        return u < n && tau < S && (SKIP || (unsigned)(tau - u) <= (unsigned)width);
+    };
+    TA ring[J][kTopoAhead], aring[J][kTopoAhead];
+#pragma unroll
+    for (int f = 0; f < kTopoAhead; ++f)
+#pragma unroll
+        for (int j = 0; j < J; ++j) {
+            const int u = tid + j * BD;
+            ring[j][f] = readable(u, f) ? widen(ep[j][f * estep]) : neg_inf<TA>();
+            if (MODE == MODE_COMBINE) aring[j][f] = u < n && f < S ? ap[j][f * astep] : neg_inf<TA>();
+        }
+#pragma unroll
+    for (int j = 0; j < J; ++j) {
+        ep[j] += kTopoAhead * estep;
+        if (MODE == MODE_COMBINE) ap[j] += kTopoAhead * astep;
+    }
+
+    int bad = 0;
+    const int lane = tid & 31, warp = tid >> 5;
+    TA *prev = col0, *cur = col1;
+    uint32_t *bits_t = a.bits + (b * a.frames + (REV ? S - 1 : 0)) * a.words * 2;
+    const int64_t bits_step = (REV ? -2 : 2) * a.words;
+    TA *alpha_t = (TA *)a.alpha + (b * a.frames) * a.n_max;
+    const int blank_row = a.has_blank ? a.blank : -1;
+#pragma unroll 1
+    for (int t0 = 0; t0 < S; t0 += kTopoAhead) {
+#pragma unroll
+        for (int f = 0; f < kTopoAhead; ++f) {
+            const int tau = t0 + f;
+            if (tau >= S) break; /* the same for every thread */
+            const int tn = tau + kTopoAhead;
+#pragma unroll
+            for (int j = 0; j < J; ++j) {
+                const int u = tid + j * BD;
+                const TA cell = ring[j][f];
+                ring[j][f] = readable(u, tn) ? widen(*ep[j]) : neg_inf<TA>();
+                ep[j] += estep;
+                TA al = (TA)0;
+                if (MODE == MODE_COMBINE) {
+                    al = aring[j][f];
+                    aring[j][f] = u < n && tn < S ? *ap[j] : neg_inf<TA>();
+                    ap[j] += astep;
+                }
+                const bool live = u < n;
+                TA q = neg_inf<TA>();
+                bool mv_bit = false, sk_bit = false;
+                if (live) {
+                    const TA *p = prev + kTopoPad + u;
+                    const TA stay = p[0] + wst[j], move = p[-1] + wmv[j];
+                    mv_bit = stay < move;
+                    q = SEMI::plus(stay, move);
+                    if (SKIP) {
+                        const TA skip = p[-d] + wsk[j];
+                        sk_bit = q < skip;
+                        q = SEMI::plus(q, skip);
+                    }
+                    bad |= readable(u, tau) & !(cell < pos_inf<TA>());
+                    q = q + cell;
+                    cur[kTopoPad + u] = q;
+                }
+                if (MODE == MODE_BITS) {
+                    const uint32_t wm = __ballot_sync(kFullMask, mv_bit);
+                    const uint32_t ws = SKIP ? __ballot_sync(kFullMask, sk_bit) : 0u;
+                    const int wi = (j * BD) / 32 + warp;
+                    if (lane == 0 && wi < a.words) *(uint2 *)(bits_t + 2 * wi) = make_uint2(wm, ws);
+                } else if (MODE == MODE_ALPHA) {
+                    if (live) alpha_t[u] = q;
+                } else if (MODE == MODE_COMBINE) {
+                    TA x = al + q - cell - log_z;
+                    x = x > (TA)0 ? (TA)0 : x;
+                    const TA g = (!live || al == neg_inf<TA>() || q == neg_inf<TA>()) ? (TA)0 : soft_exp(x);
+                    if (a.post && live) {
+                        const int t = REV ? S - 1 - tau : tau;
+                        ((TA *)a.post)[b * a.ps0 + orig[j] * a.ps1 + t * a.ps2] = g;
+                    }
+                    if (gsum) {
+                        /* the blank is every other state of a CTC chain: sum
+                         * its lanes first (one atomic a warp, not sixteen) */
+                        const bool is_blank = live && row[j] == blank_row;
+                        TA bs = is_blank ? g : (TA)0;
+#pragma unroll
+                        for (int o = 16; o > 0; o >>= 1) bs += __shfl_xor_sync(kFullMask, bs, o);
+                        TA *gs = gsum + (tau & 1) * a.V;
+                        if (lane == 0 && bs != (TA)0) atomicAdd(&gs[blank_row], bs);
+                        if (!is_blank && g != (TA)0) atomicAdd(&gs[row[j]], g);
+                    }
+                }
+            }
+            if (MODE == MODE_BITS) bits_t += bits_step;
+            if (MODE == MODE_ALPHA) alpha_t += a.n_max;
+            if (MODE == MODE_COMBINE && gsum && tau > 0) {
+                /* the previous frame's sums are complete (barrier below) */
+                const int t = REV ? S - 1 - tau : tau;
+                TA *gs = gsum + ((tau - 1) & 1) * a.V;
+                TA *out = (TA *)a.grad + b * a.gs0 + (int64_t)(t + 1) * a.gs1;
+                for (int64_t v = tid; v < a.V; v += BD) {
+                    out[v * a.gs2] = gs[v];
+                    gs[v] = (TA)0;
+                }
+            }
+            if (tid == 0) cur[kTopoPad - 1] = neg_inf<TA>(); /* no virtual start after frame 0 */
+            __syncthreads();
+            TA *tmp = prev;
+            prev = cur;
+            cur = tmp;
+        }
+    }
+    if (MODE == MODE_COMBINE && gsum) {
+        TA *gs = gsum + ((S - 1) & 1) * a.V;
+        TA *out = (TA *)a.grad + b * a.gs0; /* frame 0 */
+        for (int64_t v = tid; v < a.V; v += BD) out[v * a.gs2] = gs[v];
+    }
+    *last = prev;
+    return __syncthreads_or(bad);
+}
+
+/* The sweep with or without skip edges (a compile-time choice: the
+ * three-way cell and the band test cost instructions every frame). */
+template <typename TV, typename SEMI, int J, bool REV, int MODE>
+__device__ int topo_sweep(const TopoArgs &a, const TopoItem &it, typename AccOf<TV>::type *col0,
+                          typename AccOf<TV>::type *col1, typename AccOf<TV>::type log_z,
+                          typename AccOf<TV>::type *gsum, typename AccOf<TV>::type **last) {
+    if (it.d)
+        return topo_sweep_impl<TV, SEMI, J, REV, MODE, true>(a, it, col0, col1, log_z, gsum, last);
+    return topo_sweep_impl<TV, SEMI, J, REV, MODE, false>(a, it, col0, col1, log_z, gsum, last);
+}
+
+/* The final states' total (the CPU's final_total), thread 0's answer. */
+template <typename TA, bool MAXPLUS>
+__device__ double topo_final(const TopoItem &it, const TA *col, int64_t *best_state) {
+    double last = (double)col[kTopoPad + it.n - 1];
+    *best_state = it.n - 1;
+    if (it.alt_final < 0) return last;
+    double alt = (double)col[kTopoPad + it.alt_final] + it.alt_weight;
+    if (sizeof(TA) == 4) alt = (double)(float)alt;
+    if (MAXPLUS) {
+        if (last < alt) {
+            *best_state = it.alt_final;
+            return alt;
+        }
+        return last;
+    }
+    double hi = last > alt ? last : alt, lo = last > alt ? alt : last;
+    if (hi == -INFINITY) return hi;
+    return hi + log1p(exp(lo - hi));
+}
+
+__device__ __forceinline__ void topo_record_error(const TopoArgs &a, int64_t b, int status) {
+    if (threadIdx.x == 0 && a.error_word)
+        atomicMin(a.error_word, ((unsigned long long)b << 8) | (unsigned long long)status);
+}
+
+template <typename TA> __device__ __forceinline__ void topo_store(void *base, int64_t i, double x) {
+    ((TA *)base)[i] = (TA)x;
+}
+
+/* Viterbi: the forward with decision bits, the backtrack, the outputs. */
+template <typename TV, int J>
+__global__ void __launch_bounds__(kTopoMaxThreads) topo_viterbi(TopoArgs a) {
+    using TA = typename AccOf<TV>::type;
+    extern __shared__ __align__(16) unsigned char smem[];
+    __shared__ int s_status, s_best;
+    __shared__ double s_score;
+    const int BD = blockDim.x, tid = threadIdx.x;
+    const int64_t b = blockIdx.x;
+    const int64_t stride = kTopoPad + (int64_t)J * BD;
+    TA *col0 = (TA *)smem, *col1 = col0 + stride;
+    uint32_t *win = (uint32_t *)(col1 + stride);
+
+    TopoItem it;
+    int status = topo_check_item(a, b, &it);
+    if (status == MAS_OK) {
+        TA *last = nullptr;
+        const int bad = topo_sweep<TV, MaxPlus, J, false, MODE_BITS>(a, it, col0, col1, (TA)0,
+                                                                      nullptr, &last);
+        if (tid == 0) {
+            int64_t best;
+            const double score = topo_final<TA, true>(it, last, &best);
+            s_status = bad ? MAS_ERR_NONFINITE_VALUE
+                           : score == -INFINITY ? MAS_ERR_NO_FINITE_PATH : MAS_OK;
+            s_best = (int)best;
+            s_score = score;
+        }
+        __syncthreads();
+        status = s_status;
+    }
+    int32_t *path = a.path + b * a.frames;
+    if (status == MAS_OK && tid < 32) {
+        /* From state s at frame t the path at frame t-f lies in [s - d f, s]:
+         * a window of 32 frames needs at most d+1 words of each kind. */
+        const int dd = it.d > 1 ? it.d : 1;
+        int64_t s = s_best, t = it.S - 1;
+        while (t >= 0) {
+            int64_t lo = s - 32 * (int64_t)dd;
+            lo = lo < 0 ? 0 : lo;
+            const int64_t w_lo = lo / 32, nw = s / 32 - w_lo + 1;
+            for (int64_t q = tid; q < 32 * nw * 2; q += 32) {
+                const int64_t f = q / (nw * 2), r = q % (nw * 2), tf = t - f;
+                win[f * kTopoWinWords + r] =
+                    tf >= 0 ? a.bits[((b * a.frames + tf) * a.words + w_lo) * 2 + r] : 0u;
+            }
+            __syncwarp();
+            if (tid == 0) {
+                for (int f = 0; f < 32 && t - f >= 0; ++f) {
+                    const int64_t tf = t - f;
+                    path[tf] = (int32_t)s;
+                    if (tf == 0) break;
+                    const int64_t wi = s / 32 - w_lo;
+                    const uint32_t bit = 1u << (s % 32);
+                    if (it.d && (win[f * kTopoWinWords + 2 * wi + 1] & bit)) s -= it.d;
+                    else if (win[f * kTopoWinWords + 2 * wi] & bit) s -= 1;
+                }
+            }
+            s = __shfl_sync(kFullMask, s, 0);
+            t -= 32;
+            __syncwarp();
+        }
+    }
+    __syncthreads();
+    const int64_t S = status == MAS_OK ? it.S : 0, L = status == MAS_OK ? it.L : 0;
+    if (status != MAS_OK) topo_record_error(a, b, status);
+    if (tid == 0 && a.score) topo_store<TA>(a.score, b, status == MAS_OK ? s_score : -INFINITY);
+    for (int64_t t = tid; t < a.frames; t += BD) {
+        int32_t s = t < S ? path[t] : -1;
+        if (a.state_ids) a.state_ids[b * a.state_ids_stride + t] = s;
+        if (a.frame_labels) a.frame_labels[b * a.frame_labels_stride + t] = s < 0 ? -1 : (int32_t)topo_row(a, it, s);
+    }
+    /* the scores need the spans: the workspace's when not wanted */
+    int32_t *spans = a.token_spans ? a.token_spans + b * a.token_spans_stride
+                     : a.token_scores ? a.span_ws + b * 2 * a.tokens
+                                      : nullptr;
+    if (spans)
+        for (int64_t i = tid; i < a.tokens; i += BD) spans[2 * i] = spans[2 * i + 1] = -1;
+    __syncthreads();
+    if (spans) {
+        for (int64_t t = tid; t < S; t += BD) {
+            int64_t j, i = topo_token(a, path[t], &j);
+            if (i < 0) continue;
+            int64_t jp, jn;
+            if (t == 0 || topo_token(a, path[t - 1], &jp) != i) spans[2 * i] = (int32_t)t;
+            if (t == S - 1 || topo_token(a, path[t + 1], &jn) != i) spans[2 * i + 1] = (int32_t)t;
+        }
+    }
+    __syncthreads();
+    if (a.token_scores) {
+        for (int64_t i = tid; i < a.tokens; i += BD) {
+            double v = 0;
+            if (i < L) {
+                v = -INFINITY;
+                const int32_t first = spans[2 * i], end = spans[2 * i + 1];
+                if (first >= 0) {
+                    double sum = 0;
+                    for (int64_t t = end; t >= first; --t)
+                        sum += (double)topo_emission<TV>(a, b, t, topo_row(a, it, path[t]));
+                    v = sum / (double)(end - first + 1);
+                }
+            }
+            topo_store<TA>(a.token_scores, b * a.token_scores_stride + i, v);
+        }
+    }
+}
+
+/* Forward-sum: log Z, then (when wanted) the reversed sweep's posterior and
+ * gradient; everything beyond the lengths written as zeros. */
+template <typename TV, int J>
+__global__ void __launch_bounds__(kTopoMaxThreads) topo_forward_sum(TopoArgs a) {
+    using TA = typename AccOf<TV>::type;
+    extern __shared__ __align__(16) unsigned char smem[];
+    __shared__ int s_status;
+    __shared__ double s_log_z;
+    const int BD = blockDim.x, tid = threadIdx.x;
+    const int64_t b = blockIdx.x;
+    const int64_t stride = kTopoPad + (int64_t)J * BD;
+    TA *col0 = (TA *)smem, *col1 = col0 + stride;
+    TA *gsum = a.grad ? col1 + stride : nullptr;
+    const bool want = a.post || a.grad;
+
+    TopoItem it;
+    int status = topo_check_item(a, b, &it);
+    if (status == MAS_OK) {
+        TA *last = nullptr;
+        int bad = want ? topo_sweep<TV, LogPlus, J, false, MODE_ALPHA>(a, it, col0, col1, (TA)0,
+                                                                        nullptr, &last)
+                       : topo_sweep<TV, LogPlus, J, false, MODE_NONE>(a, it, col0, col1, (TA)0,
+                                                                          nullptr, &last);
+        if (tid == 0) {
+            int64_t unused;
+            double lz = topo_final<TA, false>(it, last, &unused);
+            if (sizeof(TA) == 4) lz = (double)(float)lz;
+            if (lz != lz) lz = INFINITY; /* accumulator overflow, as on the CPU (mas.h section 5) */
+            s_status = bad ? MAS_ERR_NONFINITE_VALUE : lz == -INFINITY ? MAS_ERR_NO_FINITE_PATH : MAS_OK;
+            s_log_z = lz;
+        }
+        __syncthreads();
+        status = s_status;
+        if (status == MAS_OK && want)
+            topo_sweep<TV, LogPlus, J, true, MODE_COMBINE>(a, it, col0, col1, (TA)s_log_z, gsum, &last);
+    }
+    if (status != MAS_OK) topo_record_error(a, b, status);
+    if (tid == 0 && a.log_z) topo_store<TA>(a.log_z, b, status == MAS_OK ? s_log_z : -INFINITY);
+    const int64_t n = status == MAS_OK ? it.n : 0, S = status == MAS_OK ? it.S : 0;
+    if (a.post) {
+        TA *p = (TA *)a.post + b * a.ps0;
+        for (int64_t s = 0; s < a.post_rows; ++s) {
+            const int64_t from = s < n ? S : 0;
+            for (int64_t t = from + tid; t < a.frames; t += BD) p[s * a.ps1 + t * a.ps2] = (TA)0;
+        }
+    }
+    if (a.grad) {
+        TA *g = (TA *)a.grad + b * a.gs0;
+        const int64_t cells = (a.frames - S) * a.V;
+        for (int64_t q = tid; q < cells; q += BD) {
+            const int64_t t = S + q / a.V, v = q % a.V;
+            g[t * a.gs1 + v * a.gs2] = (TA)0;
+        }
+    }
+}
+
+} // namespace mas_cuda
+
+#endif

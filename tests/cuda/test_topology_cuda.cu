@@ -1,0 +1,394 @@
+/* Topologies on CUDA (mas.h section 7) against the CPU backend, which
+ * tests/c/test_topology_cpu.c checks against a float64 reference and brute
+ * force: Viterbi outputs bit for bit (state ids, frame labels, spans, token
+ * scores, score), log Z / posterior / gradient of the log-probs within
+ * tolerance, and the same first failing item and status. Topologies: k =
+ * 1..3 with stay/advance scores, token skips, CTC blanks with repeated
+ * labels; emissions per state or gathered by label; float32, float64,
+ * float16; items that fail (target too long, a bad label, NaN); more than
+ * 1024 states (several states per thread); a CTC batch of the benchmark's
+ * shape. Prints "skipped" without a device.
+ *   test_topology_cuda [seed] [--small] */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cuda_fp16.h>
+
+#include "cuda_check.h"
+#include "mas.h"
+
+static uint64_t rng_state;
+static uint64_t rng_next(void) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+static double rng_unit(void) { return (double)(rng_next() >> 11) / 9007199254740992.0; }
+static int rng_int(int lo, int hi) { return lo + (int)(rng_next() % (uint64_t)(hi - lo + 1)); }
+
+static int checks = 0, failures = 0;
+#define CHECK(cond, ...)                                                                   \
+    do {                                                                                   \
+        checks++;                                                                          \
+        if (!(cond)) {                                                                     \
+            failures++;                                                                    \
+            if (failures <= 30) {                                                          \
+                printf("FAIL %s:%d: ", __FILE__, __LINE__);                                \
+                printf(__VA_ARGS__);                                                       \
+                printf("\n");                                                              \
+            }                                                                              \
+        }                                                                                  \
+    } while (0)
+
+typedef struct config {
+    const char *name;
+    int k, blank, skips, gathered;
+    int B, L_max, S_max, V;
+    mas_dtype dtype;
+    int bad_items; /* 1: some items fail */
+} config;
+
+static size_t esize(mas_dtype d) { return d == MAS_FLOAT64 ? 8 : d == MAS_FLOAT32 ? 4 : 2; }
+
+static void put(void *base, mas_dtype d, size_t i, double x) {
+    if (d == MAS_FLOAT64) ((double *)base)[i] = x;
+    else if (d == MAS_FLOAT32) ((float *)base)[i] = (float)x;
+    else ((__half *)base)[i] = __float2half((float)x);
+}
+
+static double get_acc(const void *base, int f64, size_t i) {
+    return f64 ? ((const double *)base)[i] : (double)((const float *)base)[i];
+}
+
+static void *to_dev(const void *h, size_t bytes) {
+    void *d = NULL;
+    CUDA_OK(cudaMalloc(&d, bytes ? bytes : 1));
+    if (bytes) CUDA_OK(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice));
+    return d;
+}
+
+static void run_config(const config *c) {
+    const int k = c->k, B = c->B, S_max = c->S_max, Lm = c->L_max;
+    mas_topology tp;
+    memset(&tp, 0, sizeof tp);
+    double stay[3], adv[3];
+    for (int j = 0; j < 3; j++) {
+        stay[j] = -rng_unit();
+        adv[j] = -rng_unit();
+    }
+    tp.states_per_token = k;
+    tp.has_blank = c->blank;
+    tp.blank = 0;
+    tp.stay = k > 1 || c->blank ? stay : NULL;
+    tp.advance = k > 1 || c->blank ? adv : NULL;
+    tp.blank_stay = c->blank ? -0.1 : 0;
+    tp.blank_advance = c->blank ? -0.2 : 0;
+    tp.skip_penalty = c->skips ? -1.5 : -INFINITY;
+    const int64_t n_max = mas_topology_states(&tp, Lm);
+    const int V = c->V;
+    const int64_t d1 = c->gathered ? S_max : n_max, d2 = c->gathered ? V : S_max;
+    const size_t ecount = (size_t)B * d1 * d2;
+    void *e = malloc(ecount * esize(c->dtype));
+    for (size_t i = 0; i < ecount; i++) put(e, c->dtype, i, -3.0 * rng_unit() - (rng_unit() < 0.05 ? 4 : 0));
+    int32_t *labels = (int32_t *)malloc((size_t)B * Lm * k * sizeof(int32_t));
+    int64_t *Lh = (int64_t *)malloc(B * sizeof(int64_t)), *Sh = (int64_t *)malloc(B * sizeof(int64_t));
+    for (int b = 0; b < B; b++) {
+        Lh[b] = rng_int(c->blank ? 0 : 1, Lm);
+        if (b == 0) Lh[b] = Lm;
+        int64_t need = k * Lh[b] * (c->blank ? 2 : 1);
+        Sh[b] = need > S_max ? S_max : rng_int((int)need, S_max);
+        if (b == 0) Sh[b] = S_max;
+        for (int q = 0; q < Lm * k; q++) {
+            int lab = c->gathered || c->blank ? rng_int(1, V > 1 ? V - 1 : 1) : 0;
+            /* some repeated neighbours (the CTC rule) */
+            if (q > 0 && rng_unit() < 0.2) lab = labels[b * Lm * k + q - 1];
+            labels[b * Lm * k + q] = lab;
+        }
+    }
+    if (c->bad_items && B >= 3) {
+        Sh[1] = 1;                          /* target too long (unless L = 0) */
+        if (Lh[1] == 0) Lh[1] = 1;
+        labels[2 * Lm * k] = c->blank ? 0 : (c->gathered ? V : 0); /* bad label */
+        if (!c->blank && !c->gathered) put(e, c->dtype, (size_t)2 * d1 * d2, NAN); /* NaN cell */
+    }
+    mas_topo_args a;
+    memset(&a, 0, sizeof a);
+    a.topology = tp;
+    a.gathered = c->gathered;
+    a.emissions.data = e;
+    a.emissions.dtype = c->dtype;
+    a.emissions.dim[0] = B;
+    a.emissions.dim[1] = d1;
+    a.emissions.dim[2] = d2;
+    a.emissions.stride[0] = d1 * d2;
+    a.emissions.stride[1] = d2;
+    a.emissions.stride[2] = 1;
+    a.labels = c->gathered || c->blank ? labels : NULL;
+    a.labels_stride = Lm * k;
+    a.tokens = Lm;
+    a.token_len = Lh;
+    a.frame_len = Sh;
+    const int f64 = c->dtype == MAS_FLOAT64;
+    const size_t acc = f64 ? 8 : 4;
+    const int want_labels = a.labels != NULL;
+
+    /* ---- hard ---- */
+    int32_t *ids = (int32_t *)malloc((size_t)B * S_max * 4), *flab = (int32_t *)malloc((size_t)B * S_max * 4);
+    int32_t *spans = (int32_t *)malloc((size_t)B * Lm * 8);
+    void *tsc = malloc((size_t)B * Lm * acc), *score = malloc(B * acc);
+    mas_topo_hard_outputs o = {ids, S_max, want_labels ? flab : NULL, S_max, spans, 2 * Lm, tsc, Lm, score};
+    size_t wcpu = mas_topo_cpu_workspace_size(&a, 0, 1);
+    void *w = malloc(wcpu);
+    mas_error err;
+    mas_status st_cpu = mas_viterbi_cpu(&a, &o, w, wcpu, 1, &err);
+    free(w);
+
+    mas_topo_args da = a;
+    da.emissions.data = to_dev(e, ecount * esize(c->dtype));
+    da.labels = a.labels ? (const int32_t *)to_dev(labels, (size_t)B * Lm * k * 4) : NULL;
+    da.token_len = (const int64_t *)to_dev(Lh, B * 8);
+    da.frame_len = (const int64_t *)to_dev(Sh, B * 8);
+    int32_t *d_ids, *d_flab, *d_spans;
+    void *d_tsc, *d_score, *d_work;
+    uint64_t *d_word;
+    CUDA_OK(cudaMalloc(&d_ids, (size_t)B * S_max * 4));
+    CUDA_OK(cudaMalloc(&d_flab, (size_t)B * S_max * 4));
+    CUDA_OK(cudaMalloc(&d_spans, (size_t)B * Lm * 8 + 8));
+    CUDA_OK(cudaMalloc(&d_tsc, (size_t)B * Lm * acc + 8));
+    CUDA_OK(cudaMalloc(&d_score, B * acc));
+    CUDA_OK(cudaMalloc(&d_word, 8));
+    CUDA_OK(cudaMemset(d_word, 0xff, 8));
+    mas_topo_hard_outputs dout = {d_ids, S_max, want_labels ? d_flab : NULL, S_max, d_spans, 2 * Lm, d_tsc, Lm, d_score};
+    size_t wg = mas_topo_cuda_workspace_size(&da, 0);
+    CHECK(wg > 0, "%s: cuda workspace size 0", c->name);
+    CUDA_OK(cudaMalloc(&d_work, wg));
+    mas_status st = mas_viterbi_cuda(&da, &dout, d_work, wg, 0, d_word);
+    CHECK(st == MAS_OK, "%s: mas_viterbi_cuda returned %d", c->name, (int)st);
+    CUDA_OK(cudaDeviceSynchronize());
+    uint64_t word;
+    CUDA_OK(cudaMemcpy(&word, d_word, 8, cudaMemcpyDeviceToHost));
+    mas_error derr;
+    mas_decode_device_error(word, &derr);
+    CHECK(derr.status == (st_cpu == MAS_OK ? MAS_OK : err.status) &&
+              (st_cpu == MAS_OK || derr.item == err.item),
+          "%s: hard error cpu (%d, item %lld) cuda (%d, item %lld)", c->name, (int)err.status,
+          (long long)err.item, derr.status, (long long)derr.item);
+    int32_t *g_ids = (int32_t *)malloc((size_t)B * S_max * 4), *g_flab = (int32_t *)malloc((size_t)B * S_max * 4);
+    int32_t *g_spans = (int32_t *)malloc((size_t)B * Lm * 8 + 8);
+    void *g_tsc = malloc((size_t)B * Lm * acc + 8), *g_score = malloc(B * acc);
+    CUDA_OK(cudaMemcpy(g_ids, d_ids, (size_t)B * S_max * 4, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(g_flab, d_flab, (size_t)B * S_max * 4, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(g_spans, d_spans, (size_t)B * Lm * 8, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(g_tsc, d_tsc, (size_t)B * Lm * acc, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(g_score, d_score, B * acc, cudaMemcpyDeviceToHost));
+    int mism = 0;
+    for (size_t i = 0; i < (size_t)B * S_max; i++) mism += ids[i] != g_ids[i];
+    CHECK(mism == 0, "%s: state_ids differ in %d cells", c->name, mism);
+    if (want_labels) {
+        mism = 0;
+        for (size_t i = 0; i < (size_t)B * S_max; i++) mism += flab[i] != g_flab[i];
+        CHECK(mism == 0, "%s: frame_labels differ in %d cells", c->name, mism);
+    }
+    mism = 0;
+    for (size_t i = 0; i < (size_t)B * Lm * 2; i++) mism += spans[i] != g_spans[i];
+    CHECK(mism == 0, "%s: token_spans differ in %d", c->name, mism);
+    CHECK(memcmp(tsc, g_tsc, (size_t)B * Lm * acc) == 0, "%s: token_scores differ", c->name);
+    CHECK(memcmp(score, g_score, B * acc) == 0, "%s: score differs (cpu %g cuda %g)", c->name,
+          get_acc(score, f64, 0), get_acc(g_score, f64, 0));
+
+    /* ---- soft ---- */
+    const size_t pcount = (size_t)B * n_max * S_max;
+    void *lz = malloc(B * acc), *post = malloc(pcount * acc), *grad = NULL;
+    mas_topo_soft_outputs so;
+    memset(&so, 0, sizeof so);
+    so.log_z = lz;
+    mas_tensor3 pt = {post, f64 ? MAS_FLOAT64 : MAS_FLOAT32, 0, {B, n_max, S_max}, {n_max * S_max, S_max, 1}};
+    so.posterior = pt;
+    if (c->gathered) {
+        grad = malloc(ecount * acc);
+        mas_tensor3 gt = {grad, pt.dtype, 0, {B, d1, d2}, {d1 * d2, d2, 1}};
+        so.grad = gt;
+    }
+    wcpu = mas_topo_cpu_workspace_size(&a, 1, 1);
+    w = malloc(wcpu);
+    st_cpu = mas_topo_forward_sum_cpu(&a, &so, w, wcpu, 1, &err);
+    free(w);
+    void *d_lz, *d_post, *d_grad = NULL, *d_work2;
+    CUDA_OK(cudaMalloc(&d_lz, B * acc));
+    CUDA_OK(cudaMalloc(&d_post, pcount * acc));
+    mas_topo_soft_outputs dso = so;
+    dso.log_z = d_lz;
+    dso.posterior.data = d_post;
+    if (c->gathered) {
+        CUDA_OK(cudaMalloc(&d_grad, ecount * acc));
+        dso.grad.data = d_grad;
+    }
+    CUDA_OK(cudaMemset(d_word, 0xff, 8));
+    wg = mas_topo_cuda_workspace_size(&da, 1);
+    CUDA_OK(cudaMalloc(&d_work2, wg));
+    st = mas_topo_forward_sum_cuda(&da, &dso, d_work2, wg, 0, d_word);
+    CHECK(st == MAS_OK, "%s: mas_topo_forward_sum_cuda returned %d", c->name, (int)st);
+    CUDA_OK(cudaDeviceSynchronize());
+    CUDA_OK(cudaMemcpy(&word, d_word, 8, cudaMemcpyDeviceToHost));
+    mas_decode_device_error(word, &derr);
+    CHECK(derr.status == (st_cpu == MAS_OK ? MAS_OK : err.status) &&
+              (st_cpu == MAS_OK || derr.item == err.item),
+          "%s: soft error cpu (%d, item %lld) cuda (%d, item %lld)", c->name, (int)err.status,
+          (long long)err.item, derr.status, (long long)derr.item);
+    void *g_lz = malloc(B * acc), *g_post = malloc(pcount * acc), *g_grad = c->gathered ? malloc(ecount * acc) : NULL;
+    CUDA_OK(cudaMemcpy(g_lz, d_lz, B * acc, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(g_post, d_post, pcount * acc, cudaMemcpyDeviceToHost));
+    if (g_grad) CUDA_OK(cudaMemcpy(g_grad, d_grad, ecount * acc, cudaMemcpyDeviceToHost));
+    const double tol = f64 ? 1e-9 : 2e-4;
+    double worst = 0;
+    for (int b = 0; b < B; b++) {
+        double x = get_acc(lz, f64, b), y = get_acc(g_lz, f64, b);
+        double dlt = (isinf(x) && isinf(y) && x == y) ? 0 : fabs(x - y) / (1 + fabs(x));
+        worst = dlt > worst ? dlt : worst;
+    }
+    CHECK(worst <= tol, "%s: log_z differs by %g relative", c->name, worst);
+    double wp = 0, wgr = 0;
+    for (size_t i = 0; i < pcount; i++) {
+        double dlt = fabs(get_acc(post, f64, i) - get_acc(g_post, f64, i));
+        wp = dlt > wp ? dlt : wp;
+    }
+    if (g_grad)
+        for (size_t i = 0; i < ecount; i++) {
+            double dlt = fabs(get_acc(grad, f64, i) - get_acc(g_grad, f64, i));
+            wgr = dlt > wgr ? dlt : wgr;
+        }
+    const double ptol = f64 ? 1e-7 : 2e-3 * (1 + sqrt((double)S_max) / 8);
+    CHECK(wp <= ptol, "%s: posterior differs by %g", c->name, wp);
+    CHECK(wgr <= ptol * 2, "%s: grad differs by %g", c->name, wgr);
+    printf("  %-34s B=%d L<=%d S<=%d n_max=%lld: hard %s, log_z %.2g, posterior %.2g, grad %.2g\n",
+           c->name, B, Lm, S_max, (long long)n_max, st_cpu == MAS_OK ? "ok" : "item error",
+           worst, wp, wgr);
+
+    cudaFree((void *)da.emissions.data);
+    cudaFree((void *)da.labels);
+    cudaFree((void *)da.token_len);
+    cudaFree((void *)da.frame_len);
+    cudaFree(d_ids); cudaFree(d_flab); cudaFree(d_spans); cudaFree(d_tsc); cudaFree(d_score);
+    cudaFree(d_word); cudaFree(d_work); cudaFree(d_lz); cudaFree(d_post); cudaFree(d_grad);
+    cudaFree(d_work2);
+    free(e); free(labels); free(Lh); free(Sh); free(ids); free(flab); free(spans); free(tsc);
+    free(score); free(g_ids); free(g_flab); free(g_spans); free(g_tsc); free(g_score);
+    free(lz); free(post); free(grad); free(g_lz); free(g_post); free(g_grad);
+}
+
+/* --bench: kernel time of the benchmark rows of issue 12 (CUDA events over
+ * back-to-back calls), for quick kernel work; the recorded table comes from
+ * `python -m libmas bench --topology --device cuda`. */
+static void bench_row(const char *name, int k, int blank, int gathered, int B, int L, int S, int V,
+                      int soft) {
+    mas_topology tp;
+    memset(&tp, 0, sizeof tp);
+    double stay[3] = {-0.2, -0.3, -0.2}, adv[3] = {-1.0, -1.2, -1.1};
+    tp.states_per_token = k;
+    tp.has_blank = blank;
+    tp.stay = k > 1 ? stay : NULL;
+    tp.advance = k > 1 ? adv : NULL;
+    tp.skip_penalty = -INFINITY;
+    const int64_t n = mas_topology_states(&tp, L);
+    const int64_t d1 = gathered ? S : n, d2 = gathered ? V : S;
+    const size_t cnt = (size_t)B * d1 * d2;
+    float *e = (float *)malloc(cnt * 4);
+    for (size_t i = 0; i < cnt; i++) e[i] = (float)(-3.0 * rng_unit());
+    int32_t *lab = (int32_t *)malloc((size_t)B * L * k * 4);
+    for (int q = 0; q < B * L * k; q++) lab[q] = 1 + q % (V > 2 ? V - 1 : 1);
+    int64_t *Lh = (int64_t *)malloc(B * 8), *Sh = (int64_t *)malloc(B * 8);
+    for (int b = 0; b < B; b++) { Lh[b] = L; Sh[b] = S; }
+    mas_topo_args a;
+    memset(&a, 0, sizeof a);
+    a.topology = tp;
+    a.gathered = gathered;
+    mas_tensor3 et = {to_dev(e, cnt * 4), MAS_FLOAT32, 0, {B, d1, d2}, {d1 * d2, d2, 1}};
+    a.emissions = et;
+    a.labels = gathered || blank ? (const int32_t *)to_dev(lab, (size_t)B * L * k * 4) : NULL;
+    a.labels_stride = L * k;
+    a.tokens = L;
+    a.token_len = (const int64_t *)to_dev(Lh, B * 8);
+    a.frame_len = (const int64_t *)to_dev(Sh, B * 8);
+    void *work, *o1, *o2;
+    size_t ws = mas_topo_cuda_workspace_size(&a, soft);
+    CUDA_OK(cudaMalloc(&work, ws));
+    CUDA_OK(cudaMalloc(&o1, (size_t)B * S * 4 + (size_t)B * L * 8 + 64));
+    CUDA_OK(cudaMalloc(&o2, cnt * 4));
+    mas_topo_hard_outputs ho = {(int32_t *)o1, S, NULL, 0, NULL, 0, NULL, 0, (char *)o1 + (size_t)B * S * 4};
+    mas_topo_soft_outputs so;
+    memset(&so, 0, sizeof so);
+    so.log_z = o1;
+    mas_tensor3 gt = {o2, MAS_FLOAT32, 0, {B, d1, d2}, {d1 * d2, d2, 1}};
+    if (gathered) so.grad = gt;
+    cudaEvent_t t0, t1;
+    CUDA_OK(cudaEventCreate(&t0));
+    CUDA_OK(cudaEventCreate(&t1));
+    const int reps = 20;
+    for (int r = -3; r < reps; r++) {
+        if (r == 0) CUDA_OK(cudaEventRecord(t0));
+        mas_status st = soft ? mas_topo_forward_sum_cuda(&a, &so, work, ws, 0, NULL)
+                             : mas_viterbi_cuda(&a, &ho, work, ws, 0, NULL);
+        if (st != MAS_OK) { printf("%s: status %d\n", name, (int)st); break; }
+    }
+    CUDA_OK(cudaEventRecord(t1));
+    CUDA_OK(cudaEventSynchronize(t1));
+    float ms = 0;
+    CUDA_OK(cudaEventElapsedTime(&ms, t0, t1));
+    printf("  bench %-44s %.3f ms (%.0f ns a frame)\n", name, ms / reps, ms / reps * 1e6 / S);
+    cudaFree((void *)a.emissions.data); cudaFree((void *)a.labels); cudaFree((void *)a.token_len);
+    cudaFree((void *)a.frame_len); cudaFree(work); cudaFree(o1); cudaFree(o2);
+    free(e); free(lab); free(Lh); free(Sh);
+}
+
+int main(int argc, char **argv) {
+    uint64_t seed = (uint64_t)time(NULL);
+    int small = 0, bench = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--small")) small = 1;
+        else if (!strcmp(argv[i], "--bench")) bench = 1;
+        else seed = strtoull(argv[i], NULL, 10);
+    }
+    printf("test_topology_cuda seed %llu\n", (unsigned long long)seed);
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+        printf("skipped: no CUDA device\n");
+        return 0;
+    }
+    rng_state = seed ? seed : 1;
+    if (bench) {
+        bench_row("CTC Viterbi B=32 S=1500 L=300 V=32", 1, 1, 1, 32, 300, 1500, 32, 0);
+        bench_row("CTC log Z + gradient (fwd+bwd), same shape", 1, 1, 1, 32, 300, 1500, 32, 1);
+        bench_row("3-state HMM Viterbi B=32 P=150 S=800", 3, 0, 0, 32, 150, 800, 0, 0);
+        bench_row("k=1 Viterbi B=32 T=150 S=800 (hard MAS shape)", 1, 0, 0, 32, 150, 800, 0, 0);
+        return 0;
+    }
+    const config configs[] = {
+        {"k=1 plain (hard MAS), per state", 1, 0, 0, 0, 5, 20, 60, 0, MAS_FLOAT32, 0},
+        {"k=3 HMM, per state", 3, 0, 0, 0, 5, 12, 80, 0, MAS_FLOAT32, 0},
+        {"k=3 HMM, gathered", 3, 0, 0, 1, 4, 10, 70, 12, MAS_FLOAT32, 0},
+        {"k=2 token skips, per state", 2, 0, 1, 0, 5, 10, 50, 0, MAS_FLOAT32, 0},
+        {"CTC k=1, gathered", 1, 1, 0, 1, 6, 25, 90, 8, MAS_FLOAT32, 0},
+        {"CTC k=2, gathered", 2, 1, 0, 1, 4, 10, 70, 6, MAS_FLOAT32, 0},
+        {"CTC k=1, float64", 1, 1, 0, 1, 4, 20, 70, 5, MAS_FLOAT64, 0},
+        {"k=3 HMM, float64", 3, 0, 0, 0, 3, 8, 40, 0, MAS_FLOAT64, 0},
+        {"CTC k=1, float16", 1, 1, 0, 1, 4, 20, 70, 5, MAS_FLOAT16, 0},
+        {"CTC with failing items", 1, 1, 0, 1, 5, 12, 40, 6, MAS_FLOAT32, 1},
+        {"k=2 per state, failing items", 2, 0, 0, 0, 5, 8, 40, 0, MAS_FLOAT32, 1},
+        {"CTC 1401 states (2 per thread)", 1, 1, 0, 1, 2, 700, 1600, 30, MAS_FLOAT32, 0},
+        {"k=1 5000 states (8 per thread)", 1, 0, 0, 0, 1, 5000, 5200, 0, MAS_FLOAT32, 0},
+        {"CTC bench shape B=32 S=1500 L=300", 1, 1, 0, 1, 32, 300, 1500, 32, MAS_FLOAT32, 0},
+    };
+    const int nconf = (int)(sizeof configs / sizeof configs[0]);
+    for (int rep = 0; rep < (small ? 1 : 3); rep++)
+        for (int i = 0; i < nconf; i++) {
+            if (small && i >= nconf - 3) continue;
+            run_config(&configs[i]);
+        }
+    printf("%d checks, %d failed\n", checks, failures);
+    return failures ? 1 : 0;
+}

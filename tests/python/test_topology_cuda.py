@@ -1,0 +1,74 @@
+"""Topologies on CUDA against the CPU backend (skipped without a GPU or a
+CUDA build): Viterbi outputs bit for bit, log Z / posteriors / gradients
+within float32 rounding, ctc_log_z = -ctc_loss on the GPU, lazy item
+errors."""
+
+import numpy as np
+import pytest
+
+import libmas
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.skipif(
+    not (torch.cuda.is_available() and libmas.has_cuda()),
+    reason="needs a CUDA device and libmas built with CUDA")
+
+
+def _ctc(rng, B, S, V, L):
+    x = torch.tensor(rng.standard_normal((B, S, V)) * 3, dtype=torch.float32)
+    lp = torch.log_softmax(x, -1)
+    tg = torch.tensor(rng.integers(1, V, (B, L)))
+    il = torch.tensor(rng.integers(max(2 * L, 1), S + 1, B))
+    tl = torch.tensor(rng.integers(0, L + 1, B))
+    return lp, tg, il, tl
+
+
+def test_forced_align_cuda_equals_cpu(rng):
+    lp, tg, il, tl = _ctc(rng, 6, 120, 9, 30)
+    cpu = libmas.forced_align(lp, tg, il, tl)
+    gpu = libmas.forced_align(lp.cuda(), tg.cuda(), il.cuda(), tl.cuda())
+    libmas.check_errors()
+    for name in ("frame_labels", "token_spans", "score", "token_scores", "state_ids"):
+        a, b = getattr(cpu, name), getattr(gpu, name)
+        assert b.device.type == "cuda"
+        assert torch.equal(a, b.cpu()), name
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_viterbi_and_posterior_cuda_equal_cpu(rng, k):
+    B, P, S = 4, 12, 60
+    em = torch.randn(B, k * P, S)
+    topo = libmas.Topology(k, stay=[-0.2] * k, advance=[-1.0] * k)
+    Ls = torch.tensor(rng.integers(1, P + 1, B))
+    Ss = torch.tensor(rng.integers(k * P, S + 1, B))
+    cpu = libmas.viterbi(em, Ls, Ss, topo)
+    gpu = libmas.viterbi(em.cuda(), Ls.cuda(), Ss.cuda(), topo)
+    assert torch.equal(cpu.state_ids, gpu.state_ids.cpu())
+    assert torch.equal(cpu.score, gpu.score.cpu())
+    pc = libmas.state_posterior(em, Ls, Ss, topo)
+    pg = libmas.state_posterior(em.cuda(), Ls.cuda(), Ss.cuda(), topo)
+    torch.testing.assert_close(pg.cpu(), pc, atol=2e-4, rtol=0)
+
+
+def test_ctc_log_z_cuda_equals_ctc_loss_and_gradient(rng):
+    lp, tg, il, tl = _ctc(rng, 5, 80, 7, 20)
+    lp, tg, il, tl = lp.cuda(), tg.cuda(), il.cuda(), tl.cuda()
+    y = lp.clone().requires_grad_(True)
+    lz = libmas.ctc_log_z(y, tg, il, tl)
+    ref = -torch.nn.functional.ctc_loss(lp.double().transpose(0, 1), tg, il, tl,
+                                        reduction="none")
+    torch.testing.assert_close(lz.double(), ref, rtol=1e-5, atol=1e-4)
+    lz.sum().backward()
+    yc = lp.cpu().clone().requires_grad_(True)
+    libmas.ctc_log_z(yc, tg.cpu(), il.cpu(), tl.cpu()).sum().backward()
+    torch.testing.assert_close(y.grad.cpu(), yc.grad, atol=2e-4, rtol=0)
+
+
+def test_cuda_item_errors_are_lazy(rng):
+    lp, tg, il, tl = _ctc(rng, 3, 40, 5, 10)
+    il[1] = 3  # 10 labels cannot fit 3 frames
+    r = libmas.forced_align(lp.cuda(), tg.cuda(), il.cuda(), tl.clamp(min=5).cuda())
+    with pytest.raises(ValueError, match="item 1"):
+        r.score.sum().item()
+        libmas.check_errors()
+    assert int(r.state_ids[1, 0]) == -1
