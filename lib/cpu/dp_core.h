@@ -72,12 +72,28 @@ typedef struct dp_view {
     int64_t stride_step;
 } dp_view;
 
+/* Cells computed on demand instead of read from a view (the fused
+ * likelihood + alignment ops: the [T, S] matrix is never written). fill
+ * writes dst[k*ld + l] = c(t0+k, s0+l), of the accumulator type, for
+ * l < lanes and k < steps, and -inf for the cells outside the band
+ * (s < t - band) or above the diagonal (s > t + diag), which it need not
+ * compute. It runs on the sweeping thread and must be safe to call from
+ * several threads at once. */
+typedef struct dp_cell_source {
+    void (*fill)(const void *ctx, int64_t s0, int64_t lanes, int64_t t0, int64_t steps,
+                 int64_t band, int64_t diag, void *dst, int64_t ld);
+    const void *ctx;
+} dp_cell_source;
+
 typedef struct dp_problem {
     int64_t n_states;    /* states that exist: 0 <= s < n_states */
     int64_t n_steps;     /* steps that exist:  0 <= t < n_steps  */
     int32_t semiring;    /* dp_semiring */
     int32_t accum;       /* MAS_FLOAT32 or MAS_FLOAT64: the arithmetic type */
-    dp_view cell;        /* c(t,s); base NULL means 0 */
+    dp_view cell;        /* c(t,s); base NULL means 0 (unless cell_source) */
+    /* Optional: cells from a source instead of the view (plain chain and
+     * max-plus or log-plus; not with a topology or logits). */
+    const dp_cell_source *cell_source;
     dp_view logits;      /* edge weights from logits; base NULL means none */
     /* Lower band: cells with s < t - band are outside (-inf, never read), as
      * in a skewed walk whose diagonal leaves the matrix. DP_NO_BAND: none. */
@@ -92,6 +108,14 @@ typedef struct dp_problem {
      * bits of tile k, step t at decisions + (k * n_steps + t) * DP_LANES/8.
      * NULL when not wanted. */
     uint8_t *decisions;
+    /* The window of steps the bitmaps (decisions, skip_decisions) hold, so a
+     * sweep restarted from a checkpoint column at t_begin can write the bits
+     * of its steps only (long-form alignment under a memory budget): the bits
+     * of step t are at row t - decisions_t0 of rows of decisions_steps steps
+     * per tile. 0 and 0 (a zeroed problem): the whole item, t0 = 0 and
+     * n_steps steps. */
+    int64_t decisions_t0;
+    int64_t decisions_steps;
     /* Optional: alpha[t][s] written here (accumulator type) for every cell
      * inside the band with s <= t; other cells untouched. */
     void *alpha_out;

@@ -307,7 +307,12 @@ DP_ALWAYS_INLINE uint64_t sweep_tile(const dp_problem *p, const int semiring,
     int64_t lanes = p->n_states - s0 < DP_W ? p->n_states - s0 : DP_W;
     /* the plain chain's diagonal is s <= t: a constant, not a load */
     const int64_t diag = has_topo ? p->diag : 0;
-    if (p->cell.base) {
+    if (p->cell_source) {
+        p->cell_source->fill(p->cell_source->ctx, s0, lanes, t0, steps, p->band, diag, cells,
+                             DP_W);
+        for (int64_t k = 0; k < steps; k++)
+            for (int64_t l = lanes; l < DP_W; l++) cells[k * DP_W + l] = -INFINITY;
+    } else if (p->cell.base) {
         fill_tile(&p->cell, s0, lanes, t0, steps, p->band, diag, p->readable,
                   has_topo ? p->cell_rows : NULL, -INFINITY, cells);
     } else {
@@ -369,12 +374,13 @@ DP_ALWAYS_INLINE uint64_t sweep_tile(const dp_problem *p, const int semiring,
     uint64_t bad = 0;
     dp_vec q = vec_load(col);
     const size_t dec_bytes = DP_W / 8;
-    uint8_t *dec = p->decisions
-                       ? p->decisions + ((s0 / DP_W) * p->n_steps + t0) * (int64_t)dec_bytes
-                       : NULL;
+    /* the bitmaps' row of this tile and step (a window of steps, dp_core.h) */
+    const int64_t dec_row =
+        (s0 / DP_W) * (p->decisions_steps ? p->decisions_steps : p->n_steps) + t0 -
+        p->decisions_t0;
+    uint8_t *dec = p->decisions ? p->decisions + dec_row * (int64_t)dec_bytes : NULL;
     uint8_t *skip_dec = has_skip && p->topo->skip_decisions
-                            ? p->topo->skip_decisions +
-                                  ((s0 / DP_W) * p->n_steps + t0) * (int64_t)dec_bytes
+                            ? p->topo->skip_decisions + dec_row * (int64_t)dec_bytes
                             : NULL;
     for (int64_t k = 0; k < steps; k++) {
         dp_vec c = vec_load(cells + k * DP_W);

@@ -4,11 +4,22 @@
 
 /* Bit of cell (token i, frame j): 1 when the best way into it advanced, i.e.
  * the backtrack moves from token i to i-1 before frame j-1. */
-static int decision(const hard_item_outputs *o, int64_t i, int64_t j) {
-    const uint8_t *word =
-        o->decisions + ((i / o->lanes) * o->n_frames + j) * (o->lanes / 8);
-    int64_t lane = i % o->lanes;
+static inline int decision(const uint8_t *decisions, int64_t lanes, int64_t dec_t0,
+                           int64_t dec_steps, int64_t i, int64_t j) {
+    const uint8_t *word = decisions + ((i / lanes) * dec_steps + j - dec_t0) * (lanes / 8);
+    int64_t lane = i % lanes;
     return (word[lane / 8] >> (lane % 8)) & 1;
+}
+
+void hard_backtrack(const uint8_t *decisions, int64_t lanes, int64_t dec_t0, int64_t dec_steps,
+                    int64_t j_lo, int64_t j_hi, int64_t *i_io, int32_t *dur, int32_t *idx) {
+    int64_t i = *i_io;
+    for (int64_t j = j_hi - 1; j >= j_lo; j--) {
+        dur[i]++;
+        if (idx) idx[j] = (int32_t)i;
+        if (j > 0 && i > 0 && decision(decisions, lanes, dec_t0, dec_steps, i, j)) i--;
+    }
+    *i_io = i;
 }
 
 /* The one-element bit pattern of 1 in each output dtype, little-endian. */
@@ -81,12 +92,10 @@ void hard_write_outputs(const mas_tensor3 *value, const mas_hard_outputs *out, i
     int64_t T = value->dim[1], S = value->dim[2];
     int32_t *dur = o->durations;
     int32_t *idx = out->indices ? out->indices + b * out->indices_stride : NULL;
-    memset(dur, 0, (size_t)T * sizeof *dur);
-    int64_t i = o->n_tokens - 1;
-    for (int64_t j = o->n_frames - 1; j >= 0; j--) {
-        dur[i]++;
-        if (idx) idx[j] = (int32_t)i;
-        if (j > 0 && i > 0 && decision(o, i, j)) i--;
+    if (!o->backtracked) {
+        memset(dur, 0, (size_t)T * sizeof *dur);
+        int64_t i = o->n_tokens - 1;
+        hard_backtrack(o->decisions, o->lanes, 0, o->n_frames, 0, o->n_frames, &i, dur, idx);
     }
     if (idx)
         for (int64_t j = o->n_frames; j < S; j++) idx[j] = -1;

@@ -14,7 +14,20 @@ typedef struct hard_item_outputs {
     int64_t lanes;              /* lanes per tile of that bitmap */
     double score;
     int32_t *durations;         /* scratch of T int32 */
+    /* 1 when the caller has backtracked already (hard_backtrack, segment by
+     * segment): durations hold the item's and the indices < n_frames are
+     * written; decisions are not read. */
+    int backtracked;
 } hard_item_outputs;
+
+/* The backtrack through frames [j_lo, j_hi), from frame j_hi-1 down, starting
+ * on token *i (updated: the token of frame j_lo, moved on by its bit): adds
+ * each frame to durations[token] and writes indices[j] (indices may be
+ * NULL). The bits cover frames [dec_t0, dec_t0 + dec_steps) (dp_core's
+ * tile-major bitmap of that window), which must hold [j_lo, j_hi). */
+void hard_backtrack(const uint8_t *decisions, int64_t lanes, int64_t dec_t0, int64_t dec_steps,
+                    int64_t j_lo, int64_t j_hi, int64_t *i, int32_t *durations,
+                    int32_t *indices);
 
 /* Writes every requested output of item b (path in full, zeros outside). */
 void hard_write_outputs(const mas_tensor3 *value, const mas_hard_outputs *out, int64_t b,

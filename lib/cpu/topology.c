@@ -13,7 +13,9 @@
  * why both topologies with a second final state put it at distance d-1.
  * alpha' then holds e(t,s) + the paths from (t,s) to the end, so
  *   gamma(t,s) = exp(alpha(t,s) + alpha'(t',s') - e(t,s) - log_z).
- * Items run in parallel, one per thread. */
+ * Items run in parallel, one per thread. A hard call given less than the
+ * unbounded workspace runs checkpointed (longform.h): the same bits,
+ * segment by segment. */
 /* The posterior's per-state loops are branch-free so that they vectorise:
  * GCC if-converts them only without -ftrapping-math (nothing here reads FP
  * flags). */
@@ -26,6 +28,7 @@
 
 #include "common/checks.h"
 #include "cpu/dp_core.h"
+#include "cpu/longform.h"
 #include "cpu/parallel.h"
 #include "cpu/soft_common.h"
 #include "cpu/soft_math.h"
@@ -33,12 +36,18 @@
 
 int64_t mas_topology_states(const mas_topology *t, int64_t tokens) {
     if (!t || t->states_per_token < 1 || tokens < 0) return 0;
-    return tokens * t->states_per_token + (t->has_blank ? tokens + 1 : 0);
+    int64_t per = (int64_t)t->states_per_token + (t->has_blank ? 1 : 0), n;
+    if (__builtin_mul_overflow(tokens, per, &n) || n > INT64_MAX - 1)
+        return INT64_MAX; /* saturates (mas.h): no workspace fits such a chain */
+    return n + (t->has_blank ? 1 : 0);
 }
 
 /* Per-thread scratch of one item. */
 typedef struct topo_layout {
-    size_t column, edge, skip_edge, weights, rows, decisions, alpha, total;
+    size_t column, edge, skip_edge, weights, rows, decisions, alpha;
+    size_t checkpoints; /* long-form: the columns kept, else 0 */
+    int64_t seg_steps;  /* long-form: frames per segment (K), else 0 */
+    size_t total;
 } topo_layout;
 
 /* Hard calls keep decision bits, soft ones alpha and beta~. */
@@ -53,9 +62,36 @@ static topo_layout layout_for(int64_t n, int64_t S, int32_t accum, int soft) {
     w.rows = MAS_ALIGN_UP((size_t)n * sizeof(int32_t), MAS_CACHE_LINE); /* one of two */
     w.decisions = soft ? 0 : MAS_ALIGN_UP((size_t)dp_decision_bytes(n, S, accum), MAS_CACHE_LINE);
     w.alpha = soft ? MAS_ALIGN_UP((size_t)n * (size_t)S * a, MAS_CACHE_LINE) : 0; /* one of two */
+    w.checkpoints = 0;
+    w.seg_steps = 0;
     w.total = w.column + w.edge + w.skip_edge + 6 * w.weights + 2 * w.rows +
               2 * w.decisions + 2 * w.alpha;
     return w;
+}
+
+/* Long-form Viterbi (longform.h): edges and bits of one segment of K
+ * frames, a column kept before every segment but the first. */
+static topo_layout longform_layout(int64_t n, int64_t S, int32_t accum, int64_t K) {
+    topo_layout w = layout_for(n, K, accum, 0);
+    w.checkpoints = (size_t)(lf_segments(S, K) - 1) * w.column;
+    w.seg_steps = K;
+    w.total += w.checkpoints;
+    return w;
+}
+
+typedef struct topo_key {
+    int64_t n, S;
+    int32_t accum;
+} topo_key;
+
+static size_t longform_bytes(const void *ctx, int64_t K) {
+    const topo_key *k = (const topo_key *)ctx;
+    return longform_layout(k->n, k->S, k->accum, K).total;
+}
+
+/* Bytes of the call that are not a worker's: alignment slack, statuses. */
+static size_t shared_bytes(int64_t batch) {
+    return MAS_CACHE_LINE + MAS_ALIGN_UP((size_t)batch * sizeof(int32_t), MAS_CACHE_LINE);
 }
 
 static int64_t topo_max_states(const mas_topo_args *a) {
@@ -67,41 +103,63 @@ static int64_t emit_frames(const mas_topo_args *a) {
     return a->gathered ? a->emissions.dim[1] : a->emissions.dim[2];
 }
 
-/* Checks that need no item values. */
-static mas_status check_args(const mas_topo_args *a) {
-    if (!a || !a->token_len || !a->frame_len) return MAS_ERR_NULL_POINTER;
-    const mas_topology *t = &a->topology;
-    mas_status st = mas_check_tensor(&a->emissions, MAS_ANY_FLOAT);
-    if (st != MAS_OK) return st;
-    if (t->states_per_token < 1 || a->tokens < 0 || a->reserved_ != 0)
-        return MAS_ERR_BAD_ARGUMENT;
-    int skips = t->skip_penalty > -INFINITY;
-    if (skips && (t->has_blank || t->states_per_token + 1 > DP_MAX_SKIP))
-        return MAS_ERR_BAD_ARGUMENT;
-    if (t->skip_penalty != t->skip_penalty || t->skip_penalty == INFINITY)
-        return MAS_ERR_BAD_ARGUMENT;
-    for (int32_t j = 0; j < t->states_per_token; j++) {
-        double s = t->stay ? t->stay[j] : 0, m = t->advance ? t->advance[j] : 0;
-        if (s != s || m != m || s == INFINITY || m == INFINITY) return MAS_ERR_BAD_ARGUMENT;
-    }
-    if (t->has_blank) {
-        double s = t->blank_stay, m = t->blank_advance;
-        if (s != s || m != m || s == INFINITY || m == INFINITY) return MAS_ERR_BAD_ARGUMENT;
-    }
-    if ((a->gathered || t->has_blank) && !a->labels) return MAS_ERR_NULL_POINTER;
-    if (a->gathered && t->has_blank && (t->blank < 0 || t->blank >= a->emissions.dim[2]))
-        return MAS_ERR_BAD_ARGUMENT;
-    return MAS_OK;
-}
+/* Checks that need no item values (shared with CUDA). */
+_Static_assert(DP_MAX_SKIP == MAS_TOPO_MAX_SKIP, "one skip limit for the core and the checks");
+static mas_status check_args(const mas_topo_args *a) { return mas_topo_check_args(a); }
 
 size_t mas_topo_cpu_workspace_size(const mas_topo_args *args, int32_t soft, int32_t threads) {
     if (check_args(args) != MAS_OK) return 0;
     int64_t B = args->emissions.dim[0];
     int64_t n = topo_max_states(args);
     if (n < 1) n = 1;
+    /* beyond 2^52 cells (states x frames, or items): SIZE_MAX, as every
+     * workspace function (mas.h conventions); the layout's products and the
+     * team's total are then checked against size_t as well */
+    if (mas_shape_too_big(1, n, emit_frames(args)) || mas_shape_too_big(B, 1, 1)) return SIZE_MAX;
     topo_layout w = layout_for(n, emit_frames(args), mas_accum_dtype(args->emissions.dtype), soft);
-    return MAS_CACHE_LINE + (size_t)soft_team(B, threads) * w.total +
-           MAS_ALIGN_UP((size_t)B * sizeof(int32_t), MAS_CACHE_LINE);
+    size_t total;
+    if (__builtin_mul_overflow((size_t)soft_team(B, threads), w.total, &total) ||
+        __builtin_add_overflow(total, MAS_CACHE_LINE + MAS_ALIGN_UP((size_t)B * sizeof(int32_t),
+                                                                    MAS_CACHE_LINE), &total))
+        return SIZE_MAX;
+    return total;
+}
+
+static topo_key key_of(const mas_topo_args *args) {
+    int64_t n = topo_max_states(args);
+    topo_key key = {n < 1 ? 1 : n, emit_frames(args), mas_accum_dtype(args->emissions.dtype)};
+    return key;
+}
+
+size_t mas_topo_cpu_min_workspace_size(const mas_topo_args *args, int32_t threads) {
+    size_t full = mas_topo_cpu_workspace_size(args, 0, threads);
+    if (full == 0) return 0;
+    topo_key key = key_of(args);
+    size_t one = lf_min_bytes(key.S, longform_bytes, &key);
+    size_t shared = shared_bytes(args->emissions.dim[0]);
+    size_t lf = one > SIZE_MAX - shared ? SIZE_MAX : one + shared;
+    return lf < full ? lf : full;
+}
+
+/* The long-form plan below the unbounded size: as many workers (items at a
+ * time) as the threads allow and the size holds at the smallest each, then
+ * the longest segments their share holds. 0 when one worker does not fit. */
+static int plan_longform(const mas_topo_args *args, int32_t threads, size_t size,
+                         int32_t *team, topo_layout *w) {
+    int64_t B = args->emissions.dim[0];
+    size_t shared = shared_bytes(B);
+    if (size <= shared) return 0;
+    size_t avail = size - shared;
+    topo_key key = key_of(args);
+    size_t one = lf_min_bytes(key.S, longform_bytes, &key);
+    if (one == 0 || one > avail) return 0;
+    int64_t n = soft_team(B, threads);
+    if ((size_t)n > avail / one) n = (int64_t)(avail / one);
+    int64_t K = lf_pick_steps(key.S, avail / (size_t)n, longform_bytes, &key);
+    if (K == 0) return 0;
+    *team = (int32_t)n;
+    *w = longform_layout(key.n, key.S, key.accum, K);
+    return 1;
 }
 
 /* One item's chain: sizes, weights (double, before conversion) and the
@@ -112,6 +170,7 @@ typedef struct topo_item {
     int64_t alt_final;  /* the second final state, -1 if none */
     double alt_weight;  /* its log-score */
     uint8_t *column, *edge, *skip_edge, *dec, *skip_dec;
+    uint8_t *checkpoints; /* long-form only */
     void *w[6];         /* stay, move, skip; reversed stay, move, skip */
     int32_t *rows, *rows_rev; /* label per state (NULL without labels) */
     void *alpha, *beta;
@@ -123,6 +182,7 @@ typedef struct topo_call {
     const mas_topo_soft_outputs *soft;
     uint8_t *ws;
     topo_layout w;
+    int32_t team;
     int32_t accum;
     int32_t *status; /* [B] */
 } topo_call;
@@ -195,7 +255,8 @@ static void build_item(const topo_call *c, int64_t b, int64_t L, int64_t S, int3
     it->dec = p; p += w->decisions;
     it->skip_dec = p; p += w->decisions;
     it->alpha = p; p += w->alpha;
-    it->beta = p;
+    it->beta = p; p += w->alpha;
+    it->checkpoints = p;
 
     int64_t n = it->n, k = it->k;
     int skips = t->skip_penalty > -INFINITY && L >= 2;
@@ -268,9 +329,9 @@ static double emission_at(const mas_topo_args *a, const topo_item *it, int64_t t
     return soft_load(soft_at(e, it->b, s, t), e->dtype, 0);
 }
 
-/* One sweep over the whole item; returns 1 for a bad cell. Leaves alpha of
- * the last frame in it->column. */
-static int sweep(const topo_call *c, topo_item *it, int semiring, int reversed, void *alpha_out) {
+/* The item's problem for dp_sweep, its topology in *tp. */
+static void problem_for(const topo_call *c, topo_item *it, int semiring, int reversed,
+                        dp_topology *tp_out, dp_problem *p_out) {
     dp_topology tp;
     memset(&tp, 0, sizeof tp);
     tp.stay = it->w[reversed ? 3 : 0];
@@ -300,6 +361,17 @@ static int sweep(const topo_call *c, topo_item *it, int semiring, int reversed, 
         p.diag = 0;
     }
     if (semiring == DP_MAXPLUS) p.decisions = it->dec;
+    *tp_out = tp;
+    *p_out = p;
+    p_out->topo = tp_out;
+}
+
+/* One sweep over the whole item; returns 1 for a bad cell. Leaves alpha of
+ * the last frame in it->column. */
+static int sweep(const topo_call *c, topo_item *it, int semiring, int reversed, void *alpha_out) {
+    dp_topology tp;
+    dp_problem p;
+    problem_for(c, it, semiring, reversed, &tp, &p);
     if (alpha_out) {
         p.alpha_out = alpha_out;
         p.alpha_stride_state = it->S;
@@ -337,8 +409,10 @@ static double final_total(const topo_call *c, const topo_item *it, int semiring,
     return hi + log1p(exp(lo - hi));
 }
 
-static int bit_at(const uint8_t *bits, int64_t lanes, int64_t n_steps, int64_t t, int64_t s) {
-    const uint8_t *row = bits + ((s / lanes) * n_steps + t) * (lanes / 8);
+/* The bit of (t, s) in a bitmap of the frames [t0, t0 + n_steps). */
+static int bit_at(const uint8_t *bits, int64_t lanes, int64_t t0, int64_t n_steps, int64_t t,
+                  int64_t s) {
+    const uint8_t *row = bits + ((s / lanes) * n_steps + t - t0) * (lanes / 8);
     int64_t l = s % lanes;
     return (row[l / 8] >> (l % 8)) & 1;
 }
@@ -361,54 +435,101 @@ static void clear_hard(const topo_call *c, int64_t b, int64_t L_from, int64_t S_
     }
 }
 
-static mas_status hard_item(topo_call *c, int64_t b, int32_t rank) {
+/* The backward walk of the best path: state, and the token being summed. */
+typedef struct topo_walk {
+    const topo_call *c;
+    const topo_item *it;
+    int32_t *spans;
+    int64_t s;          /* the state of the frame being walked */
+    int64_t cur, count; /* the token of the frames walked last, their count */
+    double sum;         /* and their emissions' sum */
+} topo_walk;
+
+/* Walks frames [t_lo, t_hi) from t_hi-1 down through bits of the frames
+ * [dec_t0, dec_t0 + dec_steps). A token's frames are consecutive: spans,
+ * sums and counts in one backward walk. */
+static void walk_frames(topo_walk *w, int64_t t_lo, int64_t t_hi, int64_t dec_t0,
+                        int64_t dec_steps) {
+    const topo_call *c = w->c;
+    const topo_item *it = w->it;
     const mas_topo_args *a = c->a;
+    const mas_topo_hard_outputs *o = c->hard;
+    int64_t b = it->b, lanes = dp_lanes(c->accum), s = w->s;
+    for (int64_t t = t_hi - 1; t >= t_lo; t--) {
+        int64_t j, i = token_of(&a->topology, s, &j);
+        if (o->state_ids) o->state_ids[b * o->state_ids_stride + t] = (int32_t)s;
+        if (o->frame_labels) o->frame_labels[b * o->frame_labels_stride + t] = it->rows[s];
+        if (i != w->cur) {
+            if (w->cur >= 0 && o->token_scores)
+                store(o->token_scores, c->accum, b * o->token_scores_stride + w->cur,
+                      w->sum / w->count);
+            w->cur = i;
+            w->count = 0;
+            w->sum = 0;
+            if (i >= 0 && w->spans) w->spans[2 * i + 1] = (int32_t)t;
+        }
+        if (i >= 0) {
+            w->count++;
+            w->sum += emission_at(a, it, t, s);
+            if (w->spans) w->spans[2 * i] = (int32_t)t;
+        }
+        if (t == 0) break;
+        if (it->d && bit_at(it->skip_dec, lanes, dec_t0, dec_steps, t, s)) s -= it->d;
+        else if (bit_at(it->dec, lanes, dec_t0, dec_steps, t, s)) s -= 1;
+    }
+    w->s = s;
+}
+
+/* lf_backtrack's visit: one segment, its bits at the start of the bitmaps. */
+static int64_t walk_segment(void *ctx, int64_t t0, int64_t t1) {
+    topo_walk *w = (topo_walk *)ctx;
+    walk_frames(w, t0, t1, t0, w->c->w.seg_steps);
+    return w->s;
+}
+
+static mas_status hard_item(topo_call *c, int64_t b, int32_t rank) {
     const mas_topo_hard_outputs *o = c->hard;
     int64_t L, S;
     mas_status st = check_item(c, b, &L, &S);
     if (st != MAS_OK) return st;
     topo_item it;
     build_item(c, b, L, S, rank, &it);
-    int bad = sweep(c, &it, DP_MAXPLUS, 0, NULL);
+    int bad;
+    dp_topology tp;
+    dp_problem p;
+    lf_run r;
+    if (c->w.seg_steps > 0) {
+        /* long-form: checkpoints every K frames, bits of K frames */
+        problem_for(c, &it, DP_MAXPLUS, 0, &tp, &p);
+        memset(&r, 0, sizeof r);
+        r.p = &p;
+        r.seg_steps = c->w.seg_steps;
+        r.column = it.column;
+        r.column_bytes = (size_t)MAS_ALIGN_UP(it.n, 64) * soft_accum_size(c->accum);
+        r.edge = it.edge;
+        r.checkpoints = it.checkpoints;
+        r.checkpoint_stride = c->w.column;
+        bad = lf_forward(&r);
+    } else {
+        bad = sweep(c, &it, DP_MAXPLUS, 0, NULL);
+    }
     int64_t s;
     double score = final_total(c, &it, DP_MAXPLUS, &s);
     if (bad) return MAS_ERR_NONFINITE_VALUE;
     if (score == -INFINITY) return MAS_ERR_NO_FINITE_PATH;
     if (o->score) store(o->score, c->accum, b, score);
-    /* A token's frames are consecutive: spans, sums and counts in one
-     * backward walk; tokens the path skips keep -1, -1 and -inf. */
+    /* tokens the path skips keep -1, -1 and -inf */
     int32_t *spans = o->token_spans ? o->token_spans + b * o->token_spans_stride : NULL;
     for (int64_t i = 0; i < L; i++) {
         if (spans) spans[2 * i] = spans[2 * i + 1] = -1;
         if (o->token_scores)
             store(o->token_scores, c->accum, b * o->token_scores_stride + i, -INFINITY);
     }
-    int64_t lanes = dp_lanes(c->accum);
-    int64_t cur = -1, count = 0;
-    double sum = 0;
-    for (int64_t t = S - 1; t >= 0; t--) {
-        int64_t j, i = token_of(&a->topology, s, &j);
-        if (o->state_ids) o->state_ids[b * o->state_ids_stride + t] = (int32_t)s;
-        if (o->frame_labels) o->frame_labels[b * o->frame_labels_stride + t] = it.rows[s];
-        if (i != cur) {
-            if (cur >= 0 && o->token_scores)
-                store(o->token_scores, c->accum, b * o->token_scores_stride + cur, sum / count);
-            cur = i;
-            count = 0;
-            sum = 0;
-            if (i >= 0 && spans) spans[2 * i + 1] = (int32_t)t;
-        }
-        if (i >= 0) {
-            count++;
-            sum += emission_at(a, &it, t, s);
-            if (spans) spans[2 * i] = (int32_t)t;
-        }
-        if (t == 0) break;
-        if (it.d && bit_at(it.skip_dec, lanes, S, t, s)) s -= it.d;
-        else if (bit_at(it.dec, lanes, S, t, s)) s -= 1;
-    }
-    if (cur >= 0 && o->token_scores)
-        store(o->token_scores, c->accum, b * o->token_scores_stride + cur, sum / count);
+    topo_walk w = {c, &it, spans, s, -1, 0, 0};
+    if (c->w.seg_steps > 0) lf_backtrack(&r, s, walk_segment, &w);
+    else walk_frames(&w, 0, S, 0, S);
+    if (w.cur >= 0 && o->token_scores)
+        store(o->token_scores, c->accum, b * o->token_scores_stride + w.cur, w.sum / w.count);
     return MAS_OK;
 }
 
@@ -431,15 +552,20 @@ static mas_status begin_call(topo_call *c, const mas_topo_args *args, int soft, 
     mas_status st = check_args(args);
     if (st != MAS_OK) return st;
     if (!workspace) return MAS_ERR_NULL_POINTER;
-    if (workspace_size < mas_topo_cpu_workspace_size(args, soft, threads))
+    /* SIZE_MAX: a shape past what the sizes can count */
+    if (mas_topo_cpu_workspace_size(args, soft, threads) == SIZE_MAX)
         return MAS_ERR_WORKSPACE_TOO_SMALL;
     c->a = args;
     c->accum = mas_accum_dtype(args->emissions.dtype);
-    int64_t n = topo_max_states(args);
-    c->w = layout_for(n < 1 ? 1 : n, emit_frames(args), c->accum, soft);
+    if (workspace_size >= mas_topo_cpu_workspace_size(args, soft, threads)) {
+        int64_t n = topo_max_states(args);
+        c->w = layout_for(n < 1 ? 1 : n, emit_frames(args), c->accum, soft);
+        c->team = soft_team(args->emissions.dim[0], threads);
+    } else if (soft || !plan_longform(args, threads, workspace_size, &c->team, &c->w)) {
+        return MAS_ERR_WORKSPACE_TOO_SMALL; /* below mas_topo_cpu_min_workspace_size */
+    }
     c->ws = (uint8_t *)MAS_ALIGN_UP((uintptr_t)workspace, MAS_CACHE_LINE);
-    c->status = (int32_t *)(c->ws + (size_t)soft_team(args->emissions.dim[0], threads) *
-                                        c->w.total);
+    c->status = (int32_t *)(c->ws + (size_t)c->team * c->w.total);
     return MAS_OK;
 }
 
@@ -461,7 +587,7 @@ mas_status mas_viterbi_cpu(const mas_topo_args *args, const mas_topo_hard_output
     }
     c.hard = out;
     int64_t B = args->emissions.dim[0];
-    mas_parallel_items(soft_team(B, threads), B, run_hard_item, &c);
+    mas_parallel_items(c.team, B, run_hard_item, &c);
     return mas_first_item_error(c.status, B, err);
 }
 
@@ -570,6 +696,7 @@ static mas_status soft_item(topo_call *c, int64_t b, int32_t rank) {
     double log_z = final_total(c, &it, DP_LOGPLUS, &unused);
     if (c->accum == MAS_FLOAT32) log_z = (float)log_z;
     if (bad) return MAS_ERR_NONFINITE_VALUE;
+    if (log_z != log_z) log_z = INFINITY; /* accumulator overflow (mas.h section 5) */
     if (log_z == -INFINITY) return MAS_ERR_NO_FINITE_PATH;
     if (c->soft->log_z) store(c->soft->log_z, c->accum, b, log_z);
     if (want) {
@@ -619,6 +746,6 @@ mas_status mas_topo_forward_sum_cpu(const mas_topo_args *args,
         return st;
     }
     c.soft = out;
-    mas_parallel_items(soft_team(B, threads), B, run_soft_item, &c);
+    mas_parallel_items(c.team, B, run_soft_item, &c);
     return mas_first_item_error(c.status, B, err);
 }

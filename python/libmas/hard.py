@@ -85,18 +85,26 @@ def _shape_checked(value, bst, fname):
     return batch, tokens, frames
 
 
-def _run(fname, frame, value, code, x_len, y_len, bst, outs, threads):
+def _run(fname, frame, value, code, x_len, y_len, bst, outs, threads, budget=None):
     """Calls the C library with outputs allocated by the caller; outs is
-    (path, durations, indices, score), None for unwanted ones. Returns the
-    PendingCheck of a CUDA call (or None)."""
+    (path, durations, indices, score), None for unwanted ones; budget: the
+    most workspace bytes (None: unbounded). Returns the PendingCheck of a
+    CUDA call (or None)."""
     batch, tokens, frames = _shape_checked(value, bst, fname)
     h = frame.handle
     args = (h(value), bst, h(x_len), h(y_len)) + tuple(h(a) for a in outs)
 
     def workspace_bytes(cuda):
         if cuda:
-            return _C.hard_cuda_workspace_size(batch, tokens, frames, code)
-        return _C.hard_cpu_workspace_size(batch, tokens, frames, code, threads)
+            # no long form on CUDA yet: the budget must hold the whole size
+            full = _C.hard_cuda_workspace_size(batch, tokens, frames, code)
+            return _dispatch.budgeted(fname, budget, full, full, "GPU (long-form alignment "
+                                      "in less is CPU-only for now)")
+        full = _C.hard_cpu_workspace_size(batch, tokens, frames, code, threads)
+        if budget is None or budget >= full:
+            return full
+        minimum = _C.hard_cpu_min_workspace_size(batch, tokens, frames, code, threads)
+        return _dispatch.budgeted(fname, budget, full, minimum)
 
     def invoke(cuda, work, how, word):
         if cuda:
@@ -125,9 +133,9 @@ def _maximum_path_core(fname, frame, v, mask, bst, out_dtype):
     return path
 
 
-def _align_core(fname, frame, v, x_lengths, y_lengths, bst, threads):
+def _align_core(fname, frame, v, x_lengths, y_lengths, bst, threads, budget=None):
     """(durations, indices, score, pending) of a plain array v (also the
-    registered op's kernel)."""
+    registered op's kernel); budget: max_workspace_bytes (None: unbounded)."""
     code = _arrays.value_code(frame, v, fname)
     batch, tokens, frames = _shape_checked(v, bst, fname)
     x_len = frame.lengths(x_lengths, batch, f"{fname}: x_lengths")
@@ -139,7 +147,7 @@ def _align_core(fname, frame, v, x_lengths, y_lengths, bst, threads):
     pending = None
     if batch > 0:
         pending = _run(fname, frame, v, code, x_len, y_len, bst,
-                       (None, durations, indices, score), threads)
+                       (None, durations, indices, score), threads, budget)
     return durations, indices, score, pending
 
 
@@ -169,7 +177,7 @@ def maximum_path(value, mask, *, layout="bts", dtype=None):
     return frame.restore(path)
 
 
-def align(value, x_lengths, y_lengths, *, layout="bts", threads=None):
+def align(value, x_lengths, y_lengths, *, layout="bts", threads=None, max_workspace_bytes=None):
     """Hard monotonic alignment of each item's x_len tokens to its y_len frames.
 
     value: [B, T, S] (layout "bts") or [B, S, T] (layout "bst") scores;
@@ -179,6 +187,16 @@ def align(value, x_lengths, y_lengths, *, layout="bts", threads=None):
       1 <= x_len <= y_len, x_len <= T, y_len <= S.
     threads: CPU threads; None uses every core, 1 runs on the calling thread.
       The GIL is released while the CPU computes. Ignored on CUDA.
+    max_workspace_bytes: None (default) for the unbounded workspace, one
+      decision bit per cell ([T x S] bits per thread); or a budget in bytes.
+      Below the unbounded size the CPU runs long-form alignment: the scores
+      of every token kept every K frames, the forward of one segment redone
+      at a time during the backtrack, K chosen to fit; the same results bit
+      for bit in about 1.5 to 2 times the time (on as many threads as the
+      budget holds). E.g. T=60,000 tokens, S=360,000 frames
+      (2 hours at 50 frames/s) needs about 51 MB instead of 2.7 GB. A budget
+      below the smallest that works raises ValueError stating it. CUDA has
+      no long form yet: there the budget must hold the whole workspace.
 
     Returns an ``AlignResult`` (durations, indices, score, path(dtype)).
     Raises ValueError naming the item and the rule for invalid lengths, NaN
@@ -191,10 +209,11 @@ def align(value, x_lengths, y_lengths, *, layout="bts", threads=None):
     fname = "libmas.align"
     bst = _arrays.check_layout(layout, fname)
     threads = _threads_arg(threads, fname)
+    budget = _dispatch.budget_arg(max_workspace_bytes, fname)
     if _ops.use_op(value):
-        return _ops.align(value, x_lengths, y_lengths, bst, threads)
+        return _ops.align(value, x_lengths, y_lengths, bst, threads, budget)
     frame, v = _arrays.frame_for(value, fname)
     durations, indices, score, pending = _align_core(fname, frame, v, x_lengths, y_lengths, bst,
-                                                     threads)
+                                                     threads, budget)
     tokens = v.shape[1] if not bst else v.shape[2]
     return AlignResult(frame, durations, indices, score, tokens, bst, v.dtype, pending)

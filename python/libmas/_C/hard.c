@@ -196,6 +196,23 @@ PyObject *mas_py_hard_cpu_workspace_size(PyObject *self, PyObject *const *args,
     return PyLong_FromSize_t(n);
 }
 
+/* hard_cpu_min_workspace_size(B, T, S, dtype, threads) -> bytes: the
+ * smallest workspace mas_hard_cpu accepts (long-form below the unbounded). */
+PyObject *mas_py_hard_cpu_min_workspace_size(PyObject *self, PyObject *const *args,
+                                             Py_ssize_t nargs) {
+    (void)self;
+    int64_t B, T, S;
+    int dtype;
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "hard_cpu_min_workspace_size expects 5 arguments");
+        return NULL;
+    }
+    long threads = PyLong_AsLong(args[4]);
+    if (parse_shape(args, &B, &T, &S, &dtype)) return NULL;
+    size_t n = mas_hard_cpu_min_workspace_size(B, T, S, (mas_dtype)dtype, (int32_t)threads);
+    return PyLong_FromSize_t(n);
+}
+
 /* hard_cuda_workspace_size(B, T, S, dtype) -> bytes */
 PyObject *mas_py_hard_cuda_workspace_size(PyObject *self, PyObject *const *args,
                                           Py_ssize_t nargs) {
