@@ -68,6 +68,13 @@ static void note_bad(coef_ctx *c, int64_t idx) {
  * same functions the CUDA kernel calls, so both backends store the same
  * bits), then the stored (rounded) values checked: a, b finite, b nonzero,
  * K finite or -inf from a weight of 0. */
+/* Built twice, picked when the library loads: with FMA instructions, the
+ * fma() calls of det_math.h are single instructions instead of calls into
+ * the C library (same bits: fma is exact either way; -std=c11 keeps a*b+c
+ * unfused); the baseline for CPUs without FMA. */
+#if defined(__GNUC__) && defined(__x86_64__) && defined(__ELF__)
+__attribute__((target_clones("fma", "default")))
+#endif
 static void coef_block(void *vctx, int64_t item, int32_t rank) {
     (void)rank;
     coef_ctx *c = (coef_ctx *)vctx;
@@ -185,6 +192,17 @@ static mas_status plan(const mas_loglik_args *a, int32_t threads, lk_job *job, i
     job->offsets = a->offsets;
     job->want_max = (a->flags & MAS_LOGLIK_MAX) != 0u;
     job->want_best = a->best.data != NULL;
+    /* Sizes beyond MAS_MAX_CELLS (any of x, coef, out, or the B*N*M scores):
+     * no plan; the workspace size is SIZE_MAX (the products below would
+     * overflow). */
+    if (mas_shape_too_big(a->x.dim[0], a->x.dim[1], a->x.dim[2]) ||
+        mas_shape_too_big(a->coef.dim[0], a->coef.dim[1], a->coef.dim[2]) ||
+        mas_shape_too_big(a->out.dim[0], a->out.dim[1], a->out.dim[2]) ||
+        mas_shape_too_big(a->x.dim[0], a->x.dim[1], a->coef.dim[2])) {
+        job->per_thread = SIZE_MAX;
+        *team = 1;
+        return MAS_OK;
+    }
     int level = isa_level(), f64 = a->x.dtype == MAS_FLOAT64;
     geometry(level, f64, &job->geo);
     const int64_t ft = job->geo.ft, g = job->geo.g;
@@ -211,11 +229,20 @@ static mas_status plan(const mas_loglik_args *a, int32_t threads, lk_job *job, i
     return MAS_OK;
 }
 
+/* Bytes of the whole workspace: SIZE_MAX when it overflows (too big). */
+static size_t workspace_need(const lk_job *job, int32_t team) {
+    size_t n;
+    if (__builtin_mul_overflow((size_t)team, job->per_thread, &n) ||
+        __builtin_add_overflow(n, (size_t)MAS_CACHE_LINE, &n))
+        return SIZE_MAX;
+    return n;
+}
+
 size_t mas_loglik_cpu_workspace_size(const mas_loglik_args *args, int32_t threads) {
     lk_job job;
     int32_t team;
     if (plan(args, threads, &job, &team) != MAS_OK) return 0;
-    return (size_t)team * job.per_thread + MAS_CACHE_LINE;
+    return workspace_need(&job, team);
 }
 
 typedef struct run_ctx {
@@ -245,7 +272,8 @@ mas_status mas_loglik_cpu(const mas_loglik_args *args, void *workspace, size_t w
             return MAS_ERR_BAD_ARGUMENT;
         }
     }
-    for (int64_t b = 0; b < job.batch; b++) {
+    /* (without length arrays there is nothing to check: B may be huge) */
+    for (int64_t b = 0; (args->n_len || args->s_len) && b < job.batch; b++) {
         int64_t n = args->n_len ? args->n_len[b] : job.frames;
         int64_t s = args->s_len ? args->s_len[b] : job.states;
         if (n < 0 || n > job.frames || s < 0 || s > job.states) {
@@ -253,8 +281,8 @@ mas_status mas_loglik_cpu(const mas_loglik_args *args, void *workspace, size_t w
             return MAS_ERR_BAD_LENGTH;
         }
     }
-    size_t need = (size_t)team * job.per_thread + MAS_CACHE_LINE;
-    if (!workspace || workspace_size < need) {
+    size_t need = workspace_need(&job, team);
+    if (!workspace || workspace_size < need || need == SIZE_MAX) {
         set_err(err, MAS_ERR_WORKSPACE_TOO_SMALL, -1);
         return MAS_ERR_WORKSPACE_TOO_SMALL;
     }

@@ -6,104 +6,11 @@
  * acc = fma(e[r], coef[r][k], acc) for r = 1..2J in order, with true fused
  * multiply-adds (the FMA instructions, or fmaf/fma in the SSE2 build), so a
  * state of one Gaussian gives the same bits on every ISA and on CUDA. */
-#include <immintrin.h>
-#include <math.h>
-#include <stdint.h>
-#include <string.h>
-
-#include "common/convert.h"
-#include "cpu/likelihood.h"
-#include "cpu/soft_math.h"
-
-#define LK_CAT2(a, b) a##b
-#define LK_CAT(a, b) LK_CAT2(a, b)
-#define LK_NAME(base) LK_CAT(base, LK_SUFFIX)
-
-typedef LK_REAL real;
-
-/* ---- The SIMD layer: a native vector of frames, and the few operations the
- * micro-kernel needs. ---- */
-#if defined(__AVX512F__)
-#  if LK_REAL_IS_DOUBLE
-typedef __m512d lk_v;
-#    define LK_LANES 8
-#    define lk_load _mm512_loadu_pd
-#    define lk_store _mm512_storeu_pd
-#    define lk_set1 _mm512_set1_pd
-#    define lk_fma _mm512_fmadd_pd
-#  else
-typedef __m512 lk_v;
-#    define LK_LANES 16
-#    define lk_load _mm512_loadu_ps
-#    define lk_store _mm512_storeu_ps
-#    define lk_set1 _mm512_set1_ps
-#    define lk_fma _mm512_fmadd_ps
-#  endif
-#  define LK_G 12
-#elif defined(__AVX2__) && defined(__FMA__)
-#  if LK_REAL_IS_DOUBLE
-typedef __m256d lk_v;
-#    define LK_LANES 4
-#    define lk_load _mm256_loadu_pd
-#    define lk_store _mm256_storeu_pd
-#    define lk_set1 _mm256_set1_pd
-#    define lk_fma _mm256_fmadd_pd
-#  else
-typedef __m256 lk_v;
-#    define LK_LANES 8
-#    define lk_load _mm256_loadu_ps
-#    define lk_store _mm256_storeu_ps
-#    define lk_set1 _mm256_set1_ps
-#    define lk_fma _mm256_fmadd_ps
-#  endif
-#  define LK_G 6
-#else
-/* The x86-64 baseline has no fused multiply-add instruction: lanes in an
- * array, each fused by the C library's fma/fmaf (exact by definition). */
-#  define LK_LANES ((int)(16 / sizeof(real)))
-typedef struct lk_v {
-    real v[16 / sizeof(real)];
-} lk_v;
-static inline lk_v lk_load(const real *p) {
-    lk_v r;
-    memcpy(r.v, p, sizeof r.v);
-    return r;
-}
-static inline void lk_store(real *p, lk_v a) { memcpy(p, a.v, sizeof a.v); }
-static inline lk_v lk_set1(real x) {
-    lk_v r;
-    for (int l = 0; l < LK_LANES; l++) r.v[l] = x;
-    return r;
-}
-static inline lk_v lk_fma(lk_v a, lk_v b, lk_v c) {
-    for (int l = 0; l < LK_LANES; l++)
-#  if LK_REAL_IS_DOUBLE
-        c.v[l] = fma(a.v[l], b.v[l], c.v[l]);
-#  else
-        c.v[l] = fmaf(a.v[l], b.v[l], c.v[l]);
-#  endif
-    return c;
-}
-#  define LK_G 4
-#endif
-
-#define LK_FV 2                   /* vectors of frames per tile */
-#define LK_FT (LK_LANES * LK_FV)  /* frames per tile */
+#include "cpu/likelihood_micro.h"
 
 void LK_NAME(lk_geometry_)(lk_geometry *g) {
     g->ft = LK_FT;
     g->g = LK_G;
-}
-
-/* ---- Element access ---- */
-
-static inline real lk_load_x(const char *base, int64_t off, int32_t dtype) {
-    switch (dtype) {
-    case MAS_FLOAT64: return (real)((const double *)base)[off];
-    case MAS_FLOAT16: return (real)mas_f16_to_f32(((const uint16_t *)base)[off]);
-    case MAS_BFLOAT16: return (real)mas_bf16_to_f32(((const uint16_t *)base)[off]);
-    default: return (real)((const float *)base)[off];
-    }
 }
 
 static inline int64_t lk_off(const lk_job *job, int64_t s) {
@@ -141,33 +48,6 @@ static inline real lk_log_sum(real s) {
 }
 #endif
 
-/* ---- The micro-kernel: scores of G Gaussians (packed [P][G] at cp) for
- * LK_FT frames (rows of e with leading dimension ld), into sc[G][LK_FT]. */
-static inline void lk_micro(const real *cp, const real *e, int64_t ld, int64_t n_rows,
-                            real *sc) {
-    lk_v acc[LK_G][LK_FV];
-#pragma GCC unroll 16
-    for (int g = 0; g < LK_G; g++)
-#pragma GCC unroll 4
-        for (int v = 0; v < LK_FV; v++) acc[g][v] = lk_set1(cp[g]);
-    for (int64_t r = 1; r <= n_rows; r++) {
-        const real *er = e + (r - 1) * ld;
-        const real *c = cp + r * LK_G;
-        lk_v ev[LK_FV];
-#pragma GCC unroll 4
-        for (int v = 0; v < LK_FV; v++) ev[v] = lk_load(er + v * LK_LANES);
-#pragma GCC unroll 16
-        for (int g = 0; g < LK_G; g++) {
-            lk_v cb = lk_set1(c[g]);
-#pragma GCC unroll 4
-            for (int v = 0; v < LK_FV; v++) acc[g][v] = lk_fma(ev[v], cb, acc[g][v]);
-        }
-    }
-#pragma GCC unroll 16
-    for (int g = 0; g < LK_G; g++)
-#pragma GCC unroll 4
-        for (int v = 0; v < LK_FV; v++) lk_store(sc + g * LK_FT + v * LK_LANES, acc[g][v]);
-}
 
 /* The running reduction of one state over a tile: per frame lane the max,
  * the sum of exp(score - max) (max taken as 0 when it is -inf) and the best
@@ -293,24 +173,9 @@ void LK_NAME(lk_unit_)(const lk_job *job, int64_t unit, char *ws) {
     real *run_s = (real *)lk_carve(&p, sizeof(real) * (size_t)job->block);
     int32_t *run_b = (int32_t *)lk_carve(&p, sizeof(int32_t) * (size_t)job->block);
 
-    /* The frames, expanded once: rows x_j then x_j^2 (each square rounded),
-     * tile by tile, so that a tile's 2J rows of LK_FT lanes are contiguous
-     * (rows a power of two apart would collide in the L1 sets). */
-    const char *xb = (const char *)a->x.data;
-    for (int64_t t0 = 0; t0 < ld; t0 += LK_FT) {
-        real *et = e + t0 * R;
-        for (int64_t j = 0; j < J; j++) {
-            real *ex = et + j * LK_FT, *ex2 = et + (J + j) * LK_FT;
-            for (int64_t f = 0; f < LK_FT; f++) {
-                real x = 0;
-                if (t0 + f < nv)
-                    x = lk_load_x(xb, b * a->x.stride[0] + (n0 + t0 + f) * a->x.stride[1] +
-                                      j * a->x.stride[2], a->x.dtype);
-                ex[f] = x;
-                ex2[f] = x * x;
-            }
-        }
-    }
+    /* The frames, expanded once (lk_expand). */
+    lk_expand((const char *)a->x.data, a->x.dtype, b * a->x.stride[0] + n0 * a->x.stride[1],
+              a->x.stride[1], a->x.stride[2], J, nv, ld, e);
 
     const real *coef = (const real *)a->coef.data;
     const int64_t cb = (a->coef.dim[0] == 1 ? 0 : b) * a->coef.stride[0];

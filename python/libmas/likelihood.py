@@ -333,25 +333,10 @@ def gmm_loglik(x, means, variances, log_weights, mixture_sizes, *, precision="fl
 # ---------------------------------------------------------------------------
 
 
-def gaussian_loglik(z, mean, log_std, x_lengths=None, y_lengths=None, *, layout="bts",
-                    precision="float32", threads=None):
-    """Glow-TTS's log-likelihood of every frame under every token's Gaussian.
-
-    z [B, D, S] (frames), mean and log_std [B, D, T] (tokens), channel-first
-    as in Glow-TTS. Returns logp [B, T, S] ("bts") or [B, S, T] ("bst"):
-        logp[b,t,s] = sum_d ( -1/2 log(2 pi) - log_std[b,d,t]
-                              - (z[b,d,s] - mean[b,d,t])^2 / (2 exp(2 log_std[b,d,t])) )
-    which equals Glow-TTS's four terms (logp1 + logp2 + logp3 + logp4) up to
-    float32 rounding. x_lengths (tokens, <= T) and y_lengths (frames, <= S):
-    optional [B]; cells of tokens >= x_len or frames >= y_len are 0 and get no
-    gradient. float32 (float64 for float64 z). mean and log_std must be finite
-    everywhere (also beyond x_lengths). Differentiable with respect to z,
-    mean and log_std (PyTorch)."""
-    fname = "libmas.gaussian_loglik"
-    errors.poll()
-    bst = _arrays.check_layout(layout, fname)
-    prec = _precision_arg(precision, fname)
-    threads = _threads_arg(threads, fname)
+def _tts_checked(fname, z, mean, log_std, x_lengths, y_lengths):
+    """The checks of Glow-TTS arrays shared by gaussian_loglik and the fused
+    ops (libmas.fused), with the same wording: (frame, z, mean, log_std,
+    x_len, y_len), the lengths as the frame's int64 vectors or None."""
     frame, z = _arrays.frame_for(z, fname)
     mean = _like_frame(frame, mean, fname, "mean")
     log_std = _like_frame(frame, log_std, fname, "log_std")
@@ -378,6 +363,38 @@ def gaussian_loglik(z, mean, log_std, x_lengths=None, y_lengths=None, *, layout=
             if bad >= 0:
                 raise ValueError(f"{fname}: item {bad}: {what} = {int(host[bad])} is outside "
                                  f"[0, {top}]")
+    return frame, z, mean, log_std, x_len, y_len
+
+
+def _tts_describe(t):
+    """The words of a bad-model error of flat Gaussian index `item` (b*T + k)."""
+    def describe(item):
+        return (f"item {item // t}: token {item % t}: mean or log_std is NaN or inf, or "
+                "exp(2 log_std) is 0 or inf")
+    return describe
+
+
+def gaussian_loglik(z, mean, log_std, x_lengths=None, y_lengths=None, *, layout="bts",
+                    precision="float32", threads=None):
+    """Glow-TTS's log-likelihood of every frame under every token's Gaussian.
+
+    z [B, D, S] (frames), mean and log_std [B, D, T] (tokens), channel-first
+    as in Glow-TTS. Returns logp [B, T, S] ("bts") or [B, S, T] ("bst"):
+        logp[b,t,s] = sum_d ( -1/2 log(2 pi) - log_std[b,d,t]
+                              - (z[b,d,s] - mean[b,d,t])^2 / (2 exp(2 log_std[b,d,t])) )
+    which equals Glow-TTS's four terms (logp1 + logp2 + logp3 + logp4) up to
+    float32 rounding. x_lengths (tokens, <= T) and y_lengths (frames, <= S):
+    optional [B]; cells of tokens >= x_len or frames >= y_len are 0 and get no
+    gradient. float32 (float64 for float64 z). mean and log_std must be finite
+    everywhere (also beyond x_lengths). Differentiable with respect to z,
+    mean and log_std (PyTorch)."""
+    fname = "libmas.gaussian_loglik"
+    errors.poll()
+    bst = _arrays.check_layout(layout, fname)
+    prec = _precision_arg(precision, fname)
+    threads = _threads_arg(threads, fname)
+    frame, z, mean, log_std, x_len, y_len = _tts_checked(fname, z, mean, log_std, x_lengths,
+                                                         y_lengths)
     if _wants_grad(z, mean, log_std):
         return _autograd(frame.torch)["tts"].apply(z, mean, log_std, x_len, y_len, bst, prec,
                                                    threads)
@@ -396,12 +413,8 @@ def _tts_forward(fname, frame, z, mean, log_std, x_len, y_len, bst, prec, thread
     if min(b, d, s, t) == 0:
         return out, coef
 
-    def describe(item):
-        return (f"item {item // t}: token {item % t}: mean or log_std is NaN or inf, or "
-                "exp(2 log_std) is 0 or inf")
-
     _gauss_coef(fname, frame, _swap12(frame, mean), _swap12(frame, log_std), _SPREAD_LOG_STD,
-                None, coef, threads, describe)
+                None, coef, threads, _tts_describe(t))
     out3 = out if bst else _swap12(frame, out)  # (items, frames, tokens)
     _loglik(fname, frame, _swap12(frame, z), coef, None, t, y_len, x_len, out3, None, 0, prec,
             threads)

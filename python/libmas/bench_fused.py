@@ -1,0 +1,150 @@
+"""``python -m libmas bench --fused``: the fused Glow-TTS alignment
+(``align_gaussian``: likelihood inside hard MAS) against the unfused path
+(``gaussian_loglik`` then ``align``) on the same inputs, time and peak extra
+memory, D = 80, float32; both must give the same indices and score bits.
+
+CPU: one thread unless --threads; memory is the peak of NumPy allocations
+during the call (tracemalloc: the [B,T,S] matrix, the workspaces; a
+workspace up to 1 MB is kept between calls and not counted again). CUDA:
+CUDA-event times and the peak of PyTorch's allocator; the fused CUDA
+entry point is, for now, the unfused path itself (documented in
+libmas.fused), so its rows say "fallback".
+"""
+
+import datetime
+import os
+import statistics
+import sys
+import time
+import tracemalloc
+
+import numpy as np
+
+from . import _C, __version__, fused, hard, likelihood
+
+CPU_SHAPES = ((8, 100, 400), (8, 256, 1024), (32, 150, 800), (4, 512, 2048))
+CUDA_SHAPES = ((32, 150, 800), (32, 512, 2048), (16, 1024, 4096), (8, 4096, 32768))
+D = 80
+
+
+def _inputs(rng, b, t, s):
+    z = rng.standard_normal((b, D, s)).astype(np.float32)
+    m = rng.standard_normal((b, D, t)).astype(np.float32)
+    ls = (0.3 * rng.standard_normal((b, D, t))).astype(np.float32)
+    # uneven lengths as in a training batch: 60-100% of the axes, ~4 frames a token
+    x = rng.integers(max(1, int(0.6 * t)), t + 1, size=b)
+    y = np.minimum(s, np.maximum(x, (x * s // t * rng.uniform(0.8, 1.0, size=b)).astype(int)))
+    y[0], x[0] = s, t
+    return z, m, ls, x.astype(np.int64), y.astype(np.int64)
+
+
+def _median_ms(fn, repeat):
+    fn()
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return 1e3 * statistics.median(times)
+
+
+def _peak_mb(fn):
+    tracemalloc.start()
+    tracemalloc.reset_peak()
+    fn()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return peak / 1e6
+
+
+def bench_cpu(args):
+    threads = args.threads or 1
+    repeat = args.repeat or 5
+    rng = np.random.default_rng(args.seed)
+    rows = []
+    for b, t, s in CPU_SHAPES:
+        z, m, ls, x, y = _inputs(rng, b, t, s)
+
+        def fused_call():
+            return fused.align_gaussian(z, m, ls, x, y, threads=threads)
+
+        def unfused_call():
+            v = likelihood.gaussian_loglik(z, m, ls, x, y, threads=threads)
+            return hard.align(v, x, y, threads=threads)
+
+        r1, r2 = fused_call(), unfused_call()
+        same = bool((r1.indices == r2.indices).all() and r1.score.tobytes() == r2.score.tobytes())
+        row = {"shape": f"B={b} T={t} S={s}", "fused_ms": _median_ms(fused_call, repeat),
+               "unfused_ms": _median_ms(unfused_call, repeat), "fused_mb": _peak_mb(fused_call),
+               "unfused_mb": _peak_mb(unfused_call), "same": same}
+        rows.append(row)
+        print(f"{row['shape']}: fused {row['fused_ms']:.2f} ms, unfused "
+              f"{row['unfused_ms']:.2f} ms", file=sys.stderr, flush=True)
+    lines = [f"CPU, {threads} thread(s), D={D}, float32, uneven lengths; median of {repeat}",
+             "",
+             "| shape | fused (ms) | logp + align (ms) | speed-up | fused peak MB "
+             "| unfused peak MB | same indices and score bits |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['shape']} | {r['fused_ms']:.2f} | {r['unfused_ms']:.2f} | "
+                     f"{r['unfused_ms'] / r['fused_ms']:.2f}x | {r['fused_mb']:.1f} | "
+                     f"{r['unfused_mb']:.1f} | {'yes' if r['same'] else 'NO'} |")
+    return rows, "\n".join(lines)
+
+
+def bench_cuda(args):
+    import torch
+
+    from .bench_likelihood import _gpu_ms, _peak_extra_mb
+
+    if not torch.cuda.is_available() or not _C.has_cuda():
+        raise SystemExit("bench --fused --device cuda: needs a CUDA device and libmas built "
+                         "with CUDA")
+    repeat = args.repeat or 50
+    rng = np.random.default_rng(args.seed)
+    rows = []
+    for b, t, s in CUDA_SHAPES:
+        z, m, ls, x, y = (torch.from_numpy(a).cuda() for a in _inputs(rng, b, t, s))
+
+        def fused_call():
+            return fused.align_gaussian(z, m, ls, x, y)
+
+        def unfused_call():
+            return hard.align(likelihood.gaussian_loglik(z, m, ls, x, y), x, y)
+
+        r1, r2 = fused_call(), unfused_call()
+        same = bool(torch.equal(r1.indices, r2.indices) and torch.equal(r1.score, r2.score))
+        rows.append({"shape": f"B={b} T={t} S={s}", "fused_ms": _gpu_ms(torch, fused_call, repeat),
+                     "unfused_ms": _gpu_ms(torch, unfused_call, repeat),
+                     "fused_mb": _peak_extra_mb(torch, fused_call),
+                     "unfused_mb": _peak_extra_mb(torch, unfused_call), "same": same})
+        del z, m, ls
+        torch.cuda.empty_cache()
+    lines = [f"CUDA, D={D}, float32, uneven lengths; median of {repeat}; fused = fallback "
+             "(gaussian_loglik + align) until the fused CUDA kernels land",
+             "",
+             "| shape | fused (ms) | logp + align (ms) | fused peak extra MB "
+             "| unfused peak extra MB | same |",
+             "|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['shape']} | {r['fused_ms']:.3f} | {r['unfused_ms']:.3f} | "
+                     f"{r['fused_mb']:.0f} | {r['unfused_mb']:.0f} | "
+                     f"{'yes' if r['same'] else 'NO'} |")
+    return rows, "\n".join(lines)
+
+
+def run(args):
+    rows, table = bench_cuda(args) if args.device == "cuda" else bench_cpu(args)
+    if args.device == "cuda":
+        import torch
+
+        device = torch.cuda.get_device_name()
+    else:
+        from .bench import _cpu_name
+
+        device = f"{_cpu_name()}, {os.cpu_count()} cores"
+    print(f"libmas {__version__} (C {_C.version()}) fused Gaussian alignment on {device}, "
+          f"{datetime.datetime.now().isoformat(timespec='seconds')}")
+    print("command: python -m libmas " + " ".join(sys.argv[1:]) + "\n")
+    print(table)
+    return rows
