@@ -1,12 +1,13 @@
-"""MFCC features with deltas (NumPy only), 10 ms hop.
+"""MFCC features with deltas (NumPy only), 10 ms hop by default.
 
-Frame t stands for the audio [10 t, 10 t + 10) ms: its 25 ms window is
-centred on 10 t + 5 ms, so a boundary found at frame t is at 10 t ms. An
-utterance of n samples has floor(n / hop) frames (hop = rate / 100 samples,
-fractional at 22050 Hz: each window starts at its own rounded sample).
-Per utterance: pre-emphasis, Hamming window, power spectrum, 40 mel bands,
-log, DCT to 13 cepstra (c0 included), deltas and accelerations over +-2
-frames, then mean and variance normalised over the utterance -> [T, 39].
+Frame t stands for the audio [h t, h t + h) ms (h: the hop, 10 ms by
+default): its 25 ms window is centred on h t + h/2 ms, so a boundary found
+at frame t is at h t ms. An utterance of n samples has floor(n / hop) frames
+(hop = rate * h samples, fractional at 22050 Hz: each window starts at its
+own rounded sample). Per utterance: pre-emphasis, Hamming window, power
+spectrum, 40 mel bands, log, DCT to 13 cepstra (c0 included), deltas and
+accelerations over +-20 ms (+-2 frames at 10 ms), then mean and variance
+normalised over the utterance -> [T, 39].
 """
 
 import numpy as np
@@ -60,18 +61,18 @@ def deltas(c, width=2):
     return num / (2.0 * sum(k * k for k in range(1, width + 1)))
 
 
-def n_frames(n_samples, rate):
-    return int(np.floor(n_samples / (rate * HOP_S) + 1e-9))
+def n_frames(n_samples, rate, hop_s=HOP_S):
+    return int(np.floor(n_samples / (rate * hop_s) + 1e-9))
 
 
-def log_mel(samples, rate):
+def log_mel(samples, rate, hop_s=HOP_S):
     """log mel energies [T, N_MELS] (float64), and T."""
-    hop = rate * HOP_S
+    hop = rate * hop_s
     win = int(round(rate * WIN_S))
     n_fft = 1 << (win - 1).bit_length()
     x = np.asarray(samples, np.float64)
     x = np.append(x[0], x[1:] - PREEMPH * x[:-1])
-    t = n_frames(len(x), rate)
+    t = n_frames(len(x), rate, hop_s)
     starts = np.round((np.arange(t) + 0.5) * hop - win / 2.0).astype(np.int64)
     pad = win
     xp = np.pad(x, (pad, pad + win))
@@ -81,12 +82,14 @@ def log_mel(samples, rate):
     return np.log(np.maximum(energies, 1e-10)), t
 
 
-def mfcc(samples, rate):
+def mfcc(samples, rate, hop_s=HOP_S):
     """[T, 39] float32: 13 MFCCs, deltas, accelerations; normalised per
     utterance to mean 0, variance 1."""
-    logmel, _ = log_mel(samples, rate)
+    logmel, _ = log_mel(samples, rate, hop_s)
     c = logmel @ _dct_matrix(N_MELS, N_CEPS).T
-    d = deltas(c)
-    f = np.concatenate([c, d, deltas(d)], axis=1)
+    # the deltas' window is +-20 ms whatever the hop
+    width = max(1, int(round(0.020 / hop_s)))
+    d = deltas(c, width)
+    f = np.concatenate([c, d, deltas(d, width)], axis=1)
     f = (f - f.mean(0)) / np.maximum(f.std(0), 1e-8)
     return f.astype(np.float32)

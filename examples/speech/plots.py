@@ -9,17 +9,18 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 
-def utterance(path, logmel, phones, true_ms, found, title):
-    """logmel [T, mels]; true_ms: true starts of phones 1..L-1 (ms); found:
-    {method: found starts (ms)}."""
-    t_end = logmel.shape[0] * 10.0
+def utterance(path, logmel, phones, true_ms, found, title, hop_ms=10.0):
+    """logmel [T, mels] at a hop of hop_ms; true_ms: true starts of phones
+    1..L-1 (ms); found: {method: found starts (ms)}."""
+    t_end = logmel.shape[0] * hop_ms
     fig, ax = plt.subplots(figsize=(max(10, t_end / 250.0), 4.2))
     ax.imshow(logmel.T, origin="lower", aspect="auto", cmap="magma",
               extent=(0, t_end, 0, logmel.shape[1]))
     n = logmel.shape[1]
     for x in true_ms:
         ax.axvline(x, color="white", lw=1.2, ls="-")
-    colors = {"flat start": "tab:gray", "viterbi": "cyan", "baum-welch": "lime"}
+    colors = {"flat start": "tab:gray", "viterbi": "cyan", "baum-welch": "lime",
+              "viterbi + correction": "deepskyblue", "baum-welch + correction": "yellow"}
     for k, (method, xs) in enumerate(found.items()):
         c = colors.get(method, "tab:blue")
         ax.vlines(xs, n * (0.0 + 0.12 * k), n * (0.1 + 0.12 * k), color=c, lw=2.0, label=method)
@@ -53,13 +54,21 @@ def histogram(path, errors):
     plt.close(fig)
 
 
-def curve(path, history, flat_within20):
-    """history: {method: [(iteration, G, mae, within20)]}."""
+def curve(path, history, flat_within20, corrected=None):
+    """history: {method: [(iteration, G, mae, within20)]}; corrected:
+    {method: (mae, within20)} after the boundary correction of the final
+    model, drawn as a star at the last iteration."""
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
     for method, rows in history.items():
         it = [r[0] for r in rows]
-        a1.plot(it, [r[2] for r in rows], marker="o", label=method)
+        line, = a1.plot(it, [r[2] for r in rows], marker="o", label=method)
         a2.plot(it, [100 * r[3] for r in rows], marker="o", label=method)
+        if corrected and method in corrected:
+            mae, w20 = corrected[method]
+            kw = dict(marker="*", ms=14, color=line.get_color(), ls="none",
+                      label=f"{method} + correction")
+            a1.plot([it[-1]], [mae], **kw)
+            a2.plot([it[-1]], [100 * w20], **kw)
     a2.axhline(100 * flat_within20, color="tab:gray", ls="--", label="flat start")
     a2.axhline(90, color="k", lw=0.8, ls=":", label="target 90%")
     a1.set_xlabel("EM iteration")
