@@ -69,8 +69,122 @@ static void hostile_stride_size_one_axis(void) {
     free(ws);
 }
 
+/* fuzz2 finding 1: mas_loglik_cpu_workspace_size with huge sizes overflowed
+ * (signed B*N*M in the plan, (2J)*block*bytes*team in size_t) instead of
+ * returning SIZE_MAX like the other workspace functions; the call must then
+ * refuse any real workspace. */
+static mas_loglik_args loglik_args(void *data, int64_t B, int64_t N, int64_t J, int64_t M) {
+    mas_loglik_args a;
+    memset(&a, 0, sizeof a);
+    a.x = (mas_tensor3){data, MAS_FLOAT32, 0, {B, N, J}, {0, 0, 0}};
+    a.coef = (mas_tensor3){data, MAS_FLOAT32, 0, {1, 2 * J + 1, M}, {0, 0, 0}};
+    a.n_states = M;
+    a.out = (mas_tensor3){data, MAS_FLOAT32, 0, {B, N, M}, {0, 0, 0}};
+    return a;
+}
+
+static void huge_loglik_workspace(void) {
+    static float cell[1];
+    const int64_t big = (int64_t)1 << 40;
+    struct { int64_t B, N, J, M; } cases[] = {
+        {1, 4, (int64_t)1 << 61, 4},          /* 2J * block * bytes wraps size_t */
+        {1, 4, ((int64_t)1 << 62) - 1, 2},    /* 2J+1 near INT64_MAX */
+        {1 << 10, big, 1, 1 << 30},           /* B*N*M past INT64_MAX */
+        {1, big, 1, 1 << 20},                 /* 2^60 score cells */
+        {INT64_MAX, 2, 1, 2},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        mas_loglik_args a = loglik_args(cell, cases[c].B, cases[c].N, cases[c].J, cases[c].M);
+        for (int32_t threads = 1; threads <= 256; threads *= 16) {
+            size_t n = mas_loglik_cpu_workspace_size(&a, threads);
+            CHECK(n == SIZE_MAX, "loglik case %zu threads %d: %zu", c, (int)threads, n);
+        }
+        static unsigned char ws[1 << 16];
+        mas_error err;
+        mas_status st = mas_loglik_cpu(&a, ws, sizeof ws, 1, &err);
+        CHECK(st == MAS_ERR_WORKSPACE_TOO_SMALL, "loglik case %zu: status %d", c, (int)st);
+    }
+    /* an ordinary shape still gets a finite size */
+    mas_loglik_args a = loglik_args(cell, 2, 8, 3, 5);
+    size_t n = mas_loglik_cpu_workspace_size(&a, 4);
+    CHECK(n > 0 && n < ((size_t)1 << 30), "loglik small: %zu", n);
+}
+
+/* fuzz2 finding 2: mas_topology_states and mas_topo_cpu_workspace_size with
+ * a huge token axis: signed overflow of tokens * k; now INT64_MAX states and
+ * a SIZE_MAX workspace, and the calls refuse any real workspace. */
+static void huge_topology(void) {
+    static float cell[4];
+    static unsigned char ws[1 << 16];
+    int64_t L = 1, F = 2;
+    int32_t labels[3] = {0, 0, 0};
+    mas_topo_args a;
+    memset(&a, 0, sizeof a);
+    a.topology.states_per_token = 3;
+    a.topology.skip_penalty = -INFINITY;
+    a.emissions = (mas_tensor3){cell, MAS_FLOAT32, 0, {1, 4, 2}, {8, 2, 1}};
+    a.token_len = &L;
+    a.frame_len = &F;
+    a.labels = labels;
+    a.tokens = INT64_MAX - 1;
+    CHECK(mas_topology_states(&a.topology, a.tokens) == INT64_MAX, "states");
+    a.topology.has_blank = 1;
+    CHECK(mas_topology_states(&a.topology, INT64_MAX / 2) == INT64_MAX, "states, blanks");
+    CHECK(mas_topology_states(&a.topology, 2) == 9, "states, 2 tokens");
+    for (int soft = 0; soft <= 1; soft++)
+        CHECK(mas_topo_cpu_workspace_size(&a, soft, 4) == SIZE_MAX, "workspace soft %d", soft);
+    a.tokens = (int64_t)1 << 40; /* 2^42 states x 2^20 frames: 2^62 cells */
+    a.emissions.dim[2] = (int64_t)1 << 20;
+    CHECK(mas_topo_cpu_workspace_size(&a, 1, 1) == SIZE_MAX, "workspace 2^60 cells");
+    int32_t ids[2];
+    mas_topo_hard_outputs out;
+    memset(&out, 0, sizeof out);
+    out.state_ids = ids;
+    out.state_ids_stride = 2;
+    mas_status st = mas_viterbi_cpu(&a, &out, ws, sizeof ws, 1, NULL);
+    CHECK(st == MAS_ERR_WORKSPACE_TOO_SMALL, "viterbi on a huge chain: %d", (int)st);
+}
+
+/* fuzz2 finding 3 (the open question of fuzz.md): float32 sums past FLT_MAX
+ * meeting a -inf cell gave log_z = NaN with MAS_OK; now +inf (mas.h
+ * section 5), for the forward-sum and the topology forward-sum. */
+static void overflow_log_z(void) {
+    float v[3] = {3e38f, 3e38f, -INFINITY}, post[3];
+    float lz = 0;
+    int64_t x = 1, y = 3;
+    mas_tensor3 value = {v, MAS_FLOAT32, 0, {1, 1, 3}, {3, 3, 1}};
+    mas_tensor3 p = {post, MAS_FLOAT32, 0, {1, 1, 3}, {3, 3, 1}};
+    size_t n = mas_forward_sum_cpu_workspace_size(1, 1, 3, MAS_FLOAT32, 1);
+    void *ws = malloc(n);
+    mas_status st = mas_forward_sum_cpu(&value, &x, &y, &lz, &p, ws, n, 1, NULL);
+    CHECK(st == MAS_OK && lz == INFINITY, "forward-sum: status %d log_z %g", (int)st, (double)lz);
+    free(ws);
+
+    int64_t L = 1, F = 3;
+    mas_topo_args a;
+    memset(&a, 0, sizeof a);
+    a.topology.states_per_token = 1;
+    a.topology.skip_penalty = -INFINITY;
+    a.emissions = value; /* per state: [1, 1 state, 3 frames] */
+    a.tokens = 1;
+    a.token_len = &L;
+    a.frame_len = &F;
+    mas_topo_soft_outputs out;
+    memset(&out, 0, sizeof out);
+    out.log_z = &lz;
+    n = mas_topo_cpu_workspace_size(&a, 1, 1);
+    ws = malloc(n);
+    lz = 0;
+    st = mas_topo_forward_sum_cpu(&a, &out, ws, n, 1, NULL);
+    CHECK(st == MAS_OK && lz == INFINITY, "topology: status %d log_z %g", (int)st, (double)lz);
+    free(ws);
+}
+
 int main(void) {
     huge_workspace();
+    overflow_log_z();
+    huge_topology();
+    huge_loglik_workspace();
     many_items_many_threads();
     hostile_stride_size_one_axis();
     printf("test_fuzz_regressions: %s\n", failures ? "FAILED" : "ok");

@@ -71,6 +71,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                                                a.m_len, &log_phi.t, &grad_phi.t, &grad_x.t,
                                                ws.alloc, ws.size, a.threads, &err);
     fz_check_status(st, &err);
+    FZ_REPLAY_HOOK(fz_replay_attention(a.kind, &a.logits, a.n_len, a.m_len, &log_phi, &grad_phi, &grad_x, st));
     fz_check(st == expect, "status %d, expected %d", (int)st, (int)expect);
     fz_check(err.item == expect_item, "err.item %lld, expected %lld", (long long)err.item,
              (long long)expect_item);

@@ -483,4 +483,33 @@ static inline mas_status fz_hard_length_status(int64_t X, int64_t Y, int64_t T, 
     return MAS_OK;
 }
 
+/* ---- the CUDA replay ------------------------------------------------ */
+
+/* Built with -DFZ_REPLAY (bench/gpu_fuzz_replay.sh), a target hands each
+ * decoded problem, after its CPU call and checks, to the replay program
+ * (tests/fuzz/replay_cuda.cu), which runs the same problem through the CUDA
+ * entry point on exactly sized device copies and compares. Without
+ * FZ_REPLAY the hooks compile to nothing. */
+#ifdef FZ_REPLAY
+#ifdef __cplusplus
+extern "C" {
+#endif
+void fz_replay_hard(const fz_view *value, const fz_view *path, const int64_t *x_len,
+                    const int64_t *y_len, const mas_hard_outputs *out, size_t dur_n,
+                    size_t idx_n, mas_status cpu_st);
+void fz_replay_forward_sum(const fz_view *value, const int64_t *x_len, const int64_t *y_len,
+                           const void *log_z, const fz_view *post, mas_status cpu_st);
+void fz_replay_attention(int kind, const fz_view *logits, const int64_t *n_len,
+                         const int64_t *m_len, const fz_view *log_phi, const fz_view *grad_phi,
+                         const fz_view *grad_x, mas_status cpu_st);
+void fz_replay_loglik(const mas_loglik_args *a, const fz_view *x, const fz_view *coef,
+                      const fz_view *out, const fz_view *best, mas_status cpu_st);
+#ifdef __cplusplus
+}
+#endif
+#define FZ_REPLAY_HOOK(call) call
+#else
+#define FZ_REPLAY_HOOK(call) ((void)0)
+#endif
+
 #endif

@@ -4,7 +4,8 @@
  * the band beyond +-64 but -inf) log_z and the posterior are compared with a
  * float64 forward-backward written here, and the posterior must sum to 1 in
  * every frame. Items with huge values may overflow the accumulator: only the
- * status (OK or no finite path) and the dense layout are checked there. */
+ * status (OK or no finite path), log_z not NaN (+inf on overflow, mas.h
+ * section 5) and the dense layout are checked there. */
 #include "fuzz_common.h"
 
 static double lse(double a, double b) {
@@ -130,6 +131,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                                         want_post ? &post.t : NULL, ws.alloc, ws.size,
                                         threads, &err);
     fz_check_status(st, &err);
+    FZ_REPLAY_HOOK(fz_replay_forward_sum(&value, x_len, y_len, log_z, want_post ? &post : NULL, st));
     fz_check_unchanged(&value, "value");
     if (expect == MAS_OK) {
         /* the lowest item that did not succeed, allowing "either" items both ways */
@@ -155,6 +157,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             int ok = item_st[b] == MAS_OK;
             double lz = log_z ? (acc == 8 ? ((double *)log_z)[b] : ((float *)log_z)[b]) : 0;
             if (log_z && either[b] && lz == -INFINITY) ok = 0;
+            /* mas.h section 5: an overflowing sum is +inf, never NaN */
+            if (log_z) fz_check(lz == lz, "item %lld: log_z NaN (dtype %d)", (long long)b, dtype);
             int64_t X = ok ? x_len[b] : 0, Y = ok ? y_len[b] : 0;
             if (log_z) {
                 if (!ok) fz_check(lz == -INFINITY, "item %lld failed (%d, X=%lld Y=%lld T=%lld S=%lld dtype %d), log_z %g", (long long)b, (int)item_st[b], (long long)x_len[b], (long long)y_len[b], (long long)T, (long long)S, dtype, lz);

@@ -14,7 +14,7 @@ import os
 import random
 
 TARGETS = ["fuzz_hard", "fuzz_forward_sum", "fuzz_attention_forward",
-           "fuzz_attention_backward"]
+           "fuzz_attention_backward", "fuzz_likelihood", "fuzz_topology"]
 
 # First bytes of the decoder: three dims, the dtype, the thread count.
 DIM_BYTES = [0, 1, 3, 7, 11, 15, 199, 205, 216, 221, 230, 245, 255]
@@ -22,10 +22,31 @@ DTYPE_BYTES = [0, 1, 2, 3, 250, 251]
 THREAD_BYTES = [0, 160, 215, 230, 240, 250, 251]
 
 
-def seed(rng):
-    head = [rng.choice(DIM_BYTES) if rng.random() < 0.3 else rng.randrange(0, 199)
-            for _ in range(3)]
-    head += [rng.choice(DTYPE_BYTES), rng.choice(THREAD_BYTES)]
+def dims(rng, n):
+    return [rng.choice(DIM_BYTES) if rng.random() < 0.3 else rng.randrange(0, 199)
+            for _ in range(n)]
+
+
+def seed(rng, target):
+    if target == "fuzz_likelihood":
+        # B, N, J, M; dtype; threads; coefficients from a model (< 128) or
+        # filled; shared model (< 100); offsets (< 95 none, < 235 valid, else
+        # broken); a mismatch (>= 200); best / lengths / flags / precision bits
+        head = dims(rng, 4) + [rng.choice(DTYPE_BYTES), rng.choice(THREAD_BYTES),
+                               rng.choice([0, 1, 3, 64, 121, 127, 130, 200]),
+                               rng.choice([0, 99, 150]), rng.choice([0, 96, 120, 200, 240]),
+                               rng.choice([0, 0, 0, 200, 203, 205, 207, 208, 209]),
+                               rng.randrange(256)]
+    elif target == "fuzz_topology":
+        # B, tokens + 1, frames; dtype; threads; k (< 240: 1..3); topology
+        # (% 3: blanks / token skips / plain; bit 2 gathered); outputs (bit 0
+        # soft); a mismatch (>= 220)
+        head = dims(rng, 3) + [rng.choice(DTYPE_BYTES), rng.choice(THREAD_BYTES),
+                               rng.choice([0, 1, 2, 241, 250]), rng.randrange(256),
+                               rng.randrange(256), rng.choice([0, 0, 0, 221, 226, 231, 236,
+                                                               241, 246, 251])]
+    else:
+        head = dims(rng, 3) + [rng.choice(DTYPE_BYTES), rng.choice(THREAD_BYTES)]
     tail = bytes(rng.randrange(256) for _ in range(rng.randrange(0, 24)))
     return bytes(head) + tail
 
@@ -41,7 +62,7 @@ def main():
         os.makedirs(d, exist_ok=True)
         for k in range(args.count):
             with open(os.path.join(d, f"seed-{k:03d}"), "wb") as f:
-                f.write(seed(rng))
+                f.write(seed(rng, target))
     print(f"make_corpus: {args.count} seeds for each of {len(TARGETS)} targets in {args.out}")
 
 
