@@ -14,7 +14,8 @@ echo "=== pip install (CUDA build) ==="
 CMAKE_ARGS="-DCMAKE_CUDA_ARCHITECTURES=90" CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) \
   python3 -m pip install --no-build-isolation --no-deps -q . >"$LOGS/pip.log" 2>&1 \
   || { tail -30 "$LOGS/pip.log"; exit 1; }
-files=("$@")
+files=()
+for f in "$@"; do case "$f" in /*) files+=("$f") ;; *) files+=("$R/$f") ;; esac; done
 [ ${#files[@]} -gt 0 ] || files=("$R"/tests/python/test_*.py)
 echo "=== pytest ${files[*]##*/} ==="
 (cd /tmp && timeout 400 python3 -m pytest -q -p no:cacheprovider "${files[@]}") 2>&1 \

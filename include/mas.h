@@ -9,6 +9,7 @@
  *   5. Experimental API: soft alignment (log semiring), subject to change
  *   6. Likelihoods: diagonal Gaussians and Gaussian mixtures
  *   7. Topologies: HMM states per token, token skips, CTC blanks
+ *   8. Fused Gaussian alignment: likelihood + alignment without [B,T,S]
  *
  * Conventions that hold for every function below:
  *   - Memory is owned by the caller. A function that needs scratch memory has a
@@ -168,9 +169,35 @@ typedef struct mas_hard_outputs {
 } mas_hard_outputs;
 
 /* Bytes of workspace mas_hard_cpu needs for this shape and thread count
- * (threads <= 0 means one thread per available core). */
+ * (threads <= 0 means one thread per available core) to run unbounded: one
+ * decision bit per cell of an item, [tokens x frames] bits per thread.
+ * Less works too (long-form alignment, below). */
 size_t mas_hard_cpu_workspace_size(int64_t batch, int64_t tokens, int64_t frames,
                                    mas_dtype dtype, int32_t threads);
+
+/* Long-form alignment under a memory budget. A workspace smaller than
+ * mas_hard_cpu_workspace_size() but at least this many bytes makes
+ * mas_hard_cpu checkpoint instead: it runs the forward once keeping the
+ * column of scores (all tokens) every K frames and the bits of K frames
+ * only, then, from the last segment to the first, re-runs the forward of
+ * the segment from its checkpoint (over the tokens up to the path's: no
+ * score depends on a later token's) and backtracks through it. K is chosen
+ * from the size given (the longest segments that fit). Items run in
+ * parallel, one per thread, as many threads as the size holds (at least
+ * one); with fewer items than threads, the threads pipeline one item at a
+ * time (as the unbounded call does) when the size also holds an array of
+ * `frames` scores per thread. The outputs are bit-identical to the
+ * unbounded run's; the time is one forward plus the re-runs, about 1.5
+ * forwards for a path along the diagonal.
+ * About (frames/K) * tokens * 4 + K * tokens / 8 bytes per thread (float32),
+ * smallest near K = sqrt(32 * frames); e.g. 60,000 tokens x 360,000 frames
+ * (2 hours at 50 frames/s): ~50 MB against ~2.7 GB unbounded.
+ * Returns the smallest workspace mas_hard_cpu accepts for this shape (the
+ * unbounded size when that is smaller); below it mas_hard_cpu returns
+ * MAS_ERR_WORKSPACE_TOO_SMALL. 0 for sizes < 1; SIZE_MAX for shapes beyond
+ * 2^52 cells. */
+size_t mas_hard_cpu_min_workspace_size(int64_t batch, int64_t tokens, int64_t frames,
+                                       mas_dtype dtype, int32_t threads);
 
 /* Hard MAS on the CPU.
  *   value:  float32, float64, float16 or bfloat16, any strides.
@@ -207,7 +234,14 @@ mas_status mas_hard_cuda(const mas_tensor3 *value, const int64_t *x_len,
 /* ===================================================================== */
 /* The same dynamic program in the log semiring. Subject to change.
  * Arithmetic: float32 for float32/float16/bfloat16 input, float64 for float64.
- * Outputs are of the accumulator type (MAS_FLOAT32 or MAS_FLOAT64). */
+ * Outputs are of the accumulator type (MAS_FLOAT32 or MAS_FLOAT64).
+ * Overflow: when sums exceed the accumulator (e.g. float32 cells near
+ * FLT_MAX), log_z is +inf with MAS_OK, never NaN (NaN and +inf cells are
+ * errors, so a NaN can only come from such an overflow). +inf then means
+ * "overflowed": the exact value may be smaller, even -inf where every
+ * overflowing path also crosses a -inf cell. The posterior of such an item
+ * is unspecified, but written only inside the lengths (zeros outside, as
+ * always). The same holds for the topology forward-sum of section 7. */
 
 /* Forward-sum over the hard-MAS path set (value [B,T,S] as in section 4):
  *   log_z[b] = log sum over monotonic paths of exp(sum of v over the path).
@@ -447,7 +481,8 @@ mas_status mas_loglik_cuda(const mas_loglik_args *args, void *workspace, size_t 
  * or > tokens, frame_len < 1 or > S': MAS_ERR_BAD_LENGTH; a label outside
  * [0, V) (gathered) or equal to the blank: MAS_ERR_BAD_ARGUMENT; fewer frames
  * than the shortest path needs (k*L; with blanks k*L + the number of
- * adjacent equal labels; with token skips k): MAS_ERR_TARGET_TOO_LONG; NaN
+ * adjacent equal labels; with token skips k * max(1, floor(L/2)): a path
+ * skips at most every other token): MAS_ERR_TARGET_TOO_LONG; NaN
  * or +inf in an emission the sweep reads: MAS_ERR_NONFINITE_VALUE. The sweep
  * reads, for frames t < frame_len and states s < n, every cell when the
  * topology has skip edges (blanks, token skips), else the band
@@ -523,13 +558,26 @@ typedef struct mas_topo_soft_outputs {
     mas_tensor3 grad;
 } mas_topo_soft_outputs;
 
-/* States of a transcript of `tokens` tokens under t (n above); 0 for k < 1. */
+/* States of a transcript of `tokens` tokens under t (n above); 0 for k < 1;
+ * INT64_MAX when n overflows int64 (the workspace size is then SIZE_MAX). */
 int64_t mas_topology_states(const mas_topology *t, int64_t tokens);
 
 /* Bytes of workspace for mas_viterbi_cpu (soft = 0) or
  * mas_topo_forward_sum_cpu (soft = 1) with these arguments (threads <= 0:
- * every core); 0 for bad arguments. */
+ * every core); 0 for bad arguments. For mas_viterbi_cpu this is the
+ * unbounded size (one decision bit per cell, two with skip edges); less
+ * works too (below). */
 size_t mas_topo_cpu_workspace_size(const mas_topo_args *args, int32_t soft, int32_t threads);
+
+/* The smallest workspace mas_viterbi_cpu accepts for these arguments (the
+ * unbounded size when that is smaller); 0 for bad arguments. Between this
+ * and mas_topo_cpu_workspace_size(args, 0, threads), mas_viterbi_cpu runs
+ * the long-form (checkpointed) Viterbi described for
+ * mas_hard_cpu_min_workspace_size: same outputs bit for bit, about 1.5
+ * times the forward's time, items one per thread as the size allows. Below it,
+ * MAS_ERR_WORKSPACE_TOO_SMALL. (The soft call has no long form: it keeps
+ * alpha and beta of every cell.) */
+size_t mas_topo_cpu_min_workspace_size(const mas_topo_args *args, int32_t threads);
 
 /* Hard alignment (Viterbi) over the topology on the CPU. Returns MAS_OK, or
  * an error (argument errors before any work; item errors as above, with
@@ -556,6 +604,113 @@ mas_status mas_topo_forward_sum_cuda(const mas_topo_args *args,
                                      const mas_topo_soft_outputs *out, void *workspace,
                                      size_t workspace_size, void *stream,
                                      uint64_t *error_word);
+
+/* ===================================================================== */
+/* 8. Fused Gaussian alignment: likelihood + alignment without [B,T,S]  */
+/* ===================================================================== */
+/* Hard MAS and forward-sum over the log-likelihood v(i,j) of frame j under
+ * token i's diagonal Gaussian (Glow-TTS / VITS / Matcha-TTS), with the cells
+ * computed where the sweep needs them, tile by tile: the [B, T, S] matrix
+ * is never written. v(i,j) is the score of section 6 (the same fma chain on
+ * the same coefficients, computed by the same code), so
+ *   mas_align_gaussian_cpu(x, params)  ==  mas_hard_cpu(mas_loglik_cpu(x, params))
+ * bit for bit (durations, indices, path, score, and errors), and
+ * mas_forward_sum_gaussian_cpu's log_z is mas_forward_sum_cpu's on that
+ * matrix, bit for bit (the same sweep); its gradients are the posterior-
+ * weighted derivatives of the cells' Gaussians, summed in float64.
+ *
+ * Memory beyond inputs and outputs (the workspace): the coefficients
+ * [B, 2J+1, T], per thread the item's expanded frames (2J x S) and packed
+ * coefficients, plus for hard MAS the decision bits (T*S/8 bytes per
+ * thread, not per item) and for forward-sum O(T sqrt(S)) checkpointed
+ * columns and O((T+S) J) gradient accumulators: no [B, T, S] anywhere.
+ * Work is split over items (one thread per item at a time). */
+
+/* The arguments.
+ *   x:      frames [B, S, J], any float dtype, any strides (Glow-TTS z
+ *           [B, D, S] is the view dim {B, S, D}, stride {D*S, 1, S}).
+ *   params: the tokens' Gaussians, means and spread [B or 1, T, J]
+ *           (Glow-TTS mean / log_std [B, D, T]: dim {B, T, D}, stride
+ *           {D*T, 1, T}) with spread_kind; log_weights optional [B or 1,
+ *           1, T] (added to every cell of the token).
+ *   x_len:  [B] tokens per item, y_len: [B] frames per item (host memory
+ *           for the CPU), with the rules of hard MAS (1 <= x_len <= y_len,
+ *           x_len <= T, y_len <= S).
+ * Arithmetic: float64 when x is float64, else float32 (section 6). */
+typedef struct mas_gauss_align_args {
+    mas_tensor3 x;
+    mas_gauss_params params;
+    const int64_t *x_len;
+    const int64_t *y_len;
+} mas_gauss_align_args;
+
+/* Bytes of workspace for mas_align_gaussian_cpu (threads <= 0: every core);
+ * 0 for bad arguments, SIZE_MAX for shapes beyond 2^52 cells. */
+size_t mas_align_gaussian_cpu_workspace_size(const mas_gauss_align_args *args,
+                                             int32_t threads);
+
+/* Hard MAS on the Gaussian log-likelihoods, on the CPU. out as for
+ * mas_hard_cpu with value = the virtual [B, T, S] matrix (path dim {B, T,
+ * S}; score float64 for float64 x, else float32). Returns MAS_OK, or, in
+ * this order: argument errors (MAS_ERR_NULL_POINTER, MAS_ERR_BAD_DTYPE,
+ * MAS_ERR_BAD_SHAPE when x's J differs from the means' or the means' batch
+ * is neither 1 nor B, MAS_ERR_BAD_ARGUMENT, MAS_ERR_WORKSPACE_TOO_SMALL);
+ * MAS_ERR_BAD_MODEL with err->item = b*T + k as mas_gauss_coef_cpu (every
+ * token is checked, also beyond x_len); then item errors as mas_hard_cpu
+ * (lengths, NaN/+inf in the band, no finite path), outputs of the other
+ * items written. */
+mas_status mas_align_gaussian_cpu(const mas_gauss_align_args *args,
+                                  const mas_hard_outputs *out, void *workspace,
+                                  size_t workspace_size, int32_t threads, mas_error *err);
+
+/* Outputs of the fused forward-sum; NULL data: not wanted (log_z or one
+ * gradient at least). Of the accumulator type, any strides, written in full
+ * (0 outside the lengths, and for a failing item; log_z -inf for it).
+ *   log_z:       [B]: log sum over monotonic paths of exp(sum of v).
+ *   grad_x:      [B, S, J]: d log_z[b] / d x[b] (the view of x).
+ *   grad_means:  [B, T, J]: d log_z[b] / d means[b] (means of batch 1:
+ *                still one row per item, the caller sums).
+ *   grad_spread: [B, T, J]: d log_z[b] / d spread[b], per spread_kind (log
+ *                std or variance). Log weights get no gradient (it would
+ *                be the expected durations). */
+typedef struct mas_gauss_soft_outputs {
+    void *log_z;
+    mas_tensor3 grad_x;
+    mas_tensor3 grad_means;
+    mas_tensor3 grad_spread;
+} mas_gauss_soft_outputs;
+
+/* Bytes of workspace for mas_forward_sum_gaussian_cpu. */
+size_t mas_forward_sum_gaussian_cpu_workspace_size(const mas_gauss_align_args *args,
+                                                   int32_t threads);
+
+/* Forward-sum on the Gaussian log-likelihoods with the gradients of log_z,
+ * on the CPU: the log-plus sweep keeps alpha's column every ~sqrt(S)
+ * frames; a reversed sweep then walks the blocks from the end while each
+ * block's alpha is recomputed from its checkpoint and its cells from the
+ * parameters, and the posterior gamma(i,j) of the block weights the
+ * Gaussian's derivatives (accumulated in float64):
+ *   d v / d x_j = -(x_j - mu_j) / var_j,  d v / d mu_j = (x_j - mu_j) / var_j,
+ *   d v / d log_std_j = (x_j - mu_j)^2 / var_j - 1,
+ *   d v / d var_j = ((x_j - mu_j)^2 / var_j - 1) / (2 var_j).
+ * Errors as mas_align_gaussian_cpu. */
+mas_status mas_forward_sum_gaussian_cpu(const mas_gauss_align_args *args,
+                                        const mas_gauss_soft_outputs *out, void *workspace,
+                                        size_t workspace_size, int32_t threads,
+                                        mas_error *err);
+
+/* The same on a CUDA device (every pointer device memory, asynchronously on
+ * `stream`, value errors in *error_word). Not implemented yet: these return
+ * MAS_ERR_NO_CUDA in every build (the workspace sizes 0). */
+size_t mas_align_gaussian_cuda_workspace_size(const mas_gauss_align_args *args);
+mas_status mas_align_gaussian_cuda(const mas_gauss_align_args *args,
+                                   const mas_hard_outputs *out, void *workspace,
+                                   size_t workspace_size, void *stream, uint64_t *error_word);
+size_t mas_forward_sum_gaussian_cuda_workspace_size(const mas_gauss_align_args *args);
+mas_status mas_forward_sum_gaussian_cuda(const mas_gauss_align_args *args,
+                                         const mas_gauss_soft_outputs *out, void *workspace,
+                                         size_t workspace_size, void *stream,
+                                         uint64_t *error_word);
 
 #ifdef __cplusplus
 }

@@ -199,6 +199,9 @@ static mas_status forward_sweep(const fs_call *c, int64_t b, uint8_t *column_edg
     *log_z = c->accum == MAS_FLOAT64 ? ((double *)column_edge)[last]
                                      : ((float *)column_edge)[last];
     if (bad) return MAS_ERR_NONFINITE_VALUE;
+    /* No NaN or +inf was read, so a NaN is the accumulator's overflow (+inf
+     * meeting a -inf cell): the sum is too big, +inf (mas.h section 5). */
+    if (*log_z != *log_z) *log_z = INFINITY;
     return *log_z == -INFINITY ? MAS_ERR_NO_FINITE_PATH : MAS_OK;
 }
 

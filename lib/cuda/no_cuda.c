@@ -100,3 +100,30 @@ mas_status mas_topo_forward_sum_cuda(const mas_topo_args *args,
     (void)error_word;
     return MAS_ERR_NO_CUDA;
 }
+
+size_t mas_align_gaussian_cuda_workspace_size(const mas_gauss_align_args *args) {
+    (void)args;
+    return 0;
+}
+
+mas_status mas_align_gaussian_cuda(const mas_gauss_align_args *args,
+                                   const mas_hard_outputs *out, void *workspace,
+                                   size_t workspace_size, void *stream, uint64_t *error_word) {
+    (void)args; (void)out; (void)workspace; (void)workspace_size; (void)stream;
+    (void)error_word;
+    return MAS_ERR_NO_CUDA;
+}
+
+size_t mas_forward_sum_gaussian_cuda_workspace_size(const mas_gauss_align_args *args) {
+    (void)args;
+    return 0;
+}
+
+mas_status mas_forward_sum_gaussian_cuda(const mas_gauss_align_args *args,
+                                         const mas_gauss_soft_outputs *out, void *workspace,
+                                         size_t workspace_size, void *stream,
+                                         uint64_t *error_word) {
+    (void)args; (void)out; (void)workspace; (void)workspace_size; (void)stream;
+    (void)error_word;
+    return MAS_ERR_NO_CUDA;
+}

@@ -131,6 +131,9 @@ template <typename TA> struct FsPlan {
         if (alpha_read) return;
         int st = bad ? MAS_ERR_NONFINITE_VALUE
                      : (last == neg_inf<TA>() ? MAS_ERR_NO_FINITE_PATH : MAS_OK);
+        /* a NaN from finite-or--inf cells is the accumulator's overflow:
+         * +inf, as on the CPU (mas.h section 5) */
+        if (st == MAS_OK && last != last) last = pos_inf<TA>();
         TA lz = st == MAS_OK ? last : neg_inf<TA>();
         status[b] = st;
         log_z_ws[b] = lz;

@@ -15,6 +15,8 @@ from .errors import check_errors
 from .hard import AlignResult, align, maximum_path
 from .soft import forward_sum, monotonic_attention, monotonic_attention_m2m, posterior
 from .likelihood import GMM, gaussian_loglik, gmm_loglik
+from .fused import (align_gaussian, durations_to_indices, expand, forward_sum_gaussian,
+                    indices_to_durations)
 from .topology import (ForcedAlignResult, Topology, ViterbiResult, ctc_log_z, forced_align,
                        log_z, state_posterior, viterbi)
 
@@ -35,7 +37,8 @@ __all__ = ["AlignResult", "align", "maximum_path", "check_errors", "c_version", 
            "__version__", "forward_sum", "posterior", "monotonic_attention",
            "monotonic_attention_m2m", "GMM", "gmm_loglik", "gaussian_loglik",
            "Topology", "ForcedAlignResult", "ViterbiResult", "forced_align", "ctc_log_z",
-           "viterbi", "log_z", "state_posterior"]
+           "viterbi", "log_z", "state_posterior", "align_gaussian", "forward_sum_gaussian",
+           "expand", "durations_to_indices", "indices_to_durations"]
 
 
 def torch_ops():

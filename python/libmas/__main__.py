@@ -52,6 +52,9 @@ def _parser():
                        help="the topology rows (CTC forced alignment, CTC log Z, 3-state HMM "
                             "Viterbi, hard MAS) against their anchors; CPU, one thread unless "
                             "--threads")
+    bench.add_argument("--fused", action="store_true",
+                       help="fused Glow-TTS alignment (align_gaussian) against gaussian_loglik "
+                            "+ align: time and peak memory (CPU: one thread unless --threads)")
     return parser
 
 
@@ -71,12 +74,20 @@ def main(argv=None):
 
         bench_likelihood.run(args)
         return 0
-    if args.topology:
-        if args.device != "cpu":
-            parser.error("--topology: only --device cpu so far (the CUDA kernels are to come)")
-        from . import bench_topology
+    if args.fused:
+        from . import bench_fused
 
-        bench_topology.run(args)
+        bench_fused.run(args)
+        return 0
+    if args.topology:
+        if args.device == "cuda":
+            from . import bench_topology_cuda
+
+            bench_topology_cuda.run(args)
+        else:
+            from . import bench_topology
+
+            bench_topology.run(args)
         return 0
     if args.T is None:
         args.T = [128, 256, 512, 1024] + ([2048] if args.device == "cuda" else [])

@@ -6,6 +6,7 @@ PyTorch's caching allocator and a device error word checked lazily (see
 ``libmas.errors``); nothing synchronises the host.
 """
 
+import operator
 import threading
 
 import numpy as np
@@ -28,6 +29,38 @@ def _host_workspace(nbytes):
         buf = np.empty((max(nbytes, 4096),), np.uint8)
         kept = _local.work = (buf, buf.__dlpack__())
     return kept[1]
+
+
+def budget_arg(max_workspace_bytes, fname):
+    """None, or the budget as an int >= 0; TypeError / ValueError naming
+    the argument otherwise."""
+    if max_workspace_bytes is None:
+        return None
+    if isinstance(max_workspace_bytes, bool):
+        raise TypeError(f"{fname}: max_workspace_bytes must be None or an integer, got "
+                        f"{max_workspace_bytes!r}")
+    try:
+        n = operator.index(max_workspace_bytes)
+    except TypeError:
+        raise TypeError(f"{fname}: max_workspace_bytes must be None or an integer, got "
+                        f"{type(max_workspace_bytes).__name__}") from None
+    if n < 0:
+        raise ValueError(f"{fname}: max_workspace_bytes must be >= 0, got {n}")
+    return n
+
+
+def budgeted(fname, budget, full, minimum, where="CPU"):
+    """Workspace bytes for a call under a budget (None: unbounded): the
+    unbounded size when it fits, else the budget, which the C library then
+    meets by long-form (checkpointed) alignment. Raises ValueError stating
+    the minimum when the budget is below it."""
+    if budget is None or budget >= full:
+        return full
+    if budget < minimum:
+        raise ValueError(f"{fname}: max_workspace_bytes={budget} is below the smallest "
+                         f"workspace this alignment needs on the {where}: {minimum} bytes "
+                         f"(unbounded: {full} bytes)")
+    return budget
 
 
 def run(fname, frame, workspace_bytes, invoke, threads):

@@ -4,8 +4,9 @@ and the other tracers see one opaque op with a schema, a fake (meta)
 implementation and, where the op has a gradient, an autograd formula:
 
   libmas::maximum_path(Tensor value, Tensor mask, bool bst, ScalarType dtype) -> Tensor
-  libmas::align(Tensor value, Tensor x_lengths, Tensor y_lengths, bool bst, int threads)
-      -> (Tensor durations, Tensor indices, Tensor score)
+  libmas::align(Tensor value, Tensor x_lengths, Tensor y_lengths, bool bst, int threads,
+      int max_workspace_bytes=-1) -> (Tensor durations, Tensor indices, Tensor score)
+      (max_workspace_bytes -1: unbounded)
   libmas::forward_sum(Tensor value, Tensor x_lengths, Tensor y_lengths, bool bst,
       int threads, bool with_posterior) -> (Tensor log_z, Tensor posterior)
       (posterior is empty [0] unless with_posterior; the backward uses it
@@ -16,6 +17,13 @@ implementation and, where the op has a gradient, an autograd formula:
       int threads) -> Tensor                               (and _m2m, the same schema)
   libmas::monotonic_attention_backward(Tensor logits, Tensor? n_lengths,
       Tensor? m_lengths, Tensor log_phi, Tensor grad_log_phi, int kind, int threads) -> Tensor
+  libmas::align_gaussian(Tensor z, Tensor mean, Tensor log_std, Tensor x_lengths,
+      Tensor y_lengths, int threads) -> (Tensor durations, Tensor indices, Tensor score)
+  libmas::forward_sum_gaussian(Tensor z, Tensor mean, Tensor log_std, Tensor x_lengths,
+      Tensor y_lengths, int threads, bool with_grad)
+      -> (Tensor log_z, Tensor grad_z, Tensor grad_mean, Tensor grad_log_std)
+      (CPU only; the gradients are empty [0] unless with_grad; the backward
+      scales them by the upstream gradient)
 
 bst is the layout (True for [B, S, T]); threads 0 means every core. Lengths
 are int64 on the value's device (the public functions convert them). The
@@ -72,6 +80,7 @@ def registered():
         if torch is None:
             import torch  # noqa: F811 - asked for explicitly (libmas.torch_ops)
         _register(torch)
+        _register_fused(torch, _arrays.TorchFrame)
         _OPS = torch.ops.libmas
     return _OPS
 
@@ -104,13 +113,15 @@ def _register(torch):
     # -- align ------------------------------------------------------------
     @torch.library.custom_op("libmas::align", mutates_args=(), device_types=("cpu", "cuda"))
     def align(value: Tensor, x_lengths: Tensor, y_lengths: Tensor, bst: bool,
-              threads: int) -> tuple[Tensor, Tensor, Tensor]:
+              threads: int, max_workspace_bytes: int = -1) -> tuple[Tensor, Tensor, Tensor]:
+        budget = None if max_workspace_bytes < 0 else max_workspace_bytes
         durations, indices, score, _ = hard._align_core(
-            "libmas.align", frame_of(value), value.detach(), x_lengths, y_lengths, bst, threads)
+            "libmas.align", frame_of(value), value.detach(), x_lengths, y_lengths, bst, threads,
+            budget)
         return durations, indices, score
 
     @align.register_fake
-    def _(value, x_lengths, y_lengths, bst, threads):
+    def _(value, x_lengths, y_lengths, bst, threads, max_workspace_bytes=-1):
         batch, tokens, frames = _sizes(value, bst)
         return (value.new_empty((batch, tokens), dtype=torch.int32),
                 value.new_empty((batch, frames), dtype=torch.int32),
@@ -220,6 +231,106 @@ def _register(torch):
         return logits.new_empty(logits.shape, dtype=_accum(torch, logits.dtype))
 
 
+def _register_fused(torch, frame_of):
+    from torch import Tensor
+
+    from . import fused
+
+    @torch.library.custom_op("libmas::align_gaussian", mutates_args=(),
+                             device_types=("cpu", "cuda"))
+    def align_gaussian(z: Tensor, mean: Tensor, log_std: Tensor, x_lengths: Tensor,
+                       y_lengths: Tensor, threads: int) -> tuple[Tensor, Tensor, Tensor]:
+        durations, indices, score, _ = fused._align_gaussian_core(
+            "libmas.align_gaussian", frame_of(z), z.detach(), mean.detach(), log_std.detach(),
+            x_lengths, y_lengths, threads, False)
+        return durations, indices, score
+
+    @align_gaussian.register_fake
+    def _(z, mean, log_std, x_lengths, y_lengths, threads):
+        b, t, s = z.shape[0], mean.shape[2], z.shape[2]
+        return (z.new_empty((b, t), dtype=torch.int32), z.new_empty((b, s), dtype=torch.int32),
+                z.new_empty((b,), dtype=_accum(torch, z.dtype)))
+
+    @torch.library.custom_op("libmas::forward_sum_gaussian", mutates_args=(),
+                             device_types=("cpu",))
+    def forward_sum_gaussian(z: Tensor, mean: Tensor, log_std: Tensor, x_lengths: Tensor,
+                             y_lengths: Tensor, threads: int,
+                             with_grad: bool) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        fname = "libmas.forward_sum_gaussian"
+        frame = frame_of(z)
+        _, zc, mc, lc, x, y = fused._tts_checked(fname, z, mean, log_std, x_lengths, y_lengths)
+        log_z, grads = fused._forward_sum_gaussian_raw(fname, frame, zc, mc, lc, x, y,
+                                                       with_grad, threads)
+        if grads is None:
+            grads = tuple(log_z.new_empty((0,)) for _ in range(3))
+        return (log_z,) + tuple(grads)
+
+    @forward_sum_gaussian.register_fake
+    def _(z, mean, log_std, x_lengths, y_lengths, threads, with_grad):
+        acc = _accum(torch, z.dtype)
+        shapes = (z.shape, mean.shape, mean.shape) if with_grad else ((0,),) * 3
+        return (z.new_empty((z.shape[0],), dtype=acc),) + tuple(
+            z.new_empty(sh, dtype=acc) for sh in shapes)
+
+    def fsg_setup(ctx, inputs, output):
+        ctx.save_for_backward(*output[1:])
+        ctx.dtypes = (inputs[0].dtype, inputs[1].dtype, inputs[2].dtype)
+
+    def fsg_backward(ctx, grad_log_z, _g1, _g2, _g3):
+        grads = ctx.saved_tensors
+        out = [None, None, None]
+        for k in range(3):
+            if ctx.needs_input_grad[k]:
+                w = grad_log_z.to(grads[k].dtype)[:, None, None]
+                out[k] = (grads[k] * w).to(ctx.dtypes[k])
+        return out[0], out[1], out[2], None, None, None, None
+
+    forward_sum_gaussian.register_autograd(fsg_backward, setup_context=fsg_setup)
+
+
+def align_gaussian(z, mean, log_std, x_lengths, y_lengths, bst, threads):
+    from .hard import AlignResult
+
+    torch = sys.modules["torch"]
+    fname = "libmas.align_gaussian"
+    b, t, s = _gaussian_checked(torch, z, mean, log_std, fname)
+    x = _lengths(torch, x_lengths if x_lengths is not None else [t] * b, z, b,
+                 f"{fname}: x_lengths")
+    y = _lengths(torch, y_lengths if y_lengths is not None else [s] * b, z, b,
+                 f"{fname}: y_lengths")
+    durations, indices, score = registered().align_gaussian(z.detach(), mean.detach(),
+                                                            log_std.detach(), x, y, threads)
+    pending = errors.PENDING if z.is_cuda else None
+    return AlignResult(_arrays.TorchFrame(z), durations, indices, score, t, bst, score.dtype,
+                       pending)
+
+
+def forward_sum_gaussian(z, mean, log_std, x_lengths, y_lengths, threads):
+    torch = sys.modules["torch"]
+    fname = "libmas.forward_sum_gaussian"
+    b, t, s = _gaussian_checked(torch, z, mean, log_std, fname)
+    x = _lengths(torch, x_lengths if x_lengths is not None else [t] * b, z, b,
+                 f"{fname}: x_lengths")
+    y = _lengths(torch, y_lengths if y_lengths is not None else [s] * b, z, b,
+                 f"{fname}: y_lengths")
+    want = torch.is_grad_enabled() and any(
+        isinstance(a, torch.Tensor) and a.requires_grad for a in (z, mean, log_std))
+    return registered().forward_sum_gaussian(z, mean, log_std, x, y, threads, want)[0]
+
+
+def _gaussian_checked(torch, z, mean, log_std, fname):
+    """Metadata checks of the Glow-TTS arrays (traceable); the values are
+    checked by the kernel (libmas.likelihood._tts_checked)."""
+    for arr, what in ((z, "z"), (mean, "mean"), (log_std, "log_std")):
+        if not isinstance(arr, torch.Tensor):
+            raise TypeError(f"{fname}: {what} must be a tensor like z")
+        _check_value(torch, arr, fname, what, "[B, D, S]" if what == "z" else "[B, D, T]")
+    if tuple(mean.shape[:2]) != tuple(z.shape[:2]) or tuple(log_std.shape) != tuple(mean.shape):
+        raise ValueError(f"{fname}: mean and log_std must have shape [B={z.shape[0]}, "
+                         f"D={z.shape[1]}, T], got {list(mean.shape)}, {list(log_std.shape)}")
+    return z.shape[0], mean.shape[2], z.shape[2]
+
+
 def _sizes(value, bst):
     shape = value.shape
     return (shape[0], shape[2], shape[1]) if bst else (shape[0], shape[1], shape[2])
@@ -270,7 +381,7 @@ def maximum_path(value, mask, bst, dtype):
     return registered().maximum_path(value.detach(), mask.detach(), bst, out)
 
 
-def align(value, x_lengths, y_lengths, bst, threads):
+def align(value, x_lengths, y_lengths, bst, threads, budget=None):
     from .hard import AlignResult
 
     torch = sys.modules["torch"]
@@ -279,7 +390,8 @@ def align(value, x_lengths, y_lengths, bst, threads):
     batch, tokens, _ = _sizes(value, bst)
     x = _lengths(torch, x_lengths, value, batch, f"{fname}: x_lengths")
     y = _lengths(torch, y_lengths, value, batch, f"{fname}: y_lengths")
-    durations, indices, score = registered().align(value.detach(), x, y, bst, threads)
+    durations, indices, score = registered().align(value.detach(), x, y, bst, threads,
+                                                   -1 if budget is None else budget)
     pending = errors.PENDING if value.is_cuda else None
     return AlignResult(_arrays.TorchFrame(value), durations, indices, score, tokens, bst,
                        value.dtype, pending)

@@ -45,6 +45,9 @@ static PyMethodDef methods[] = {
      "stream, error_word) -> (status, item)"},
     {"hard_cpu_workspace_size", (PyCFunction)(void (*)(void))mas_py_hard_cpu_workspace_size,
      METH_FASTCALL, "hard_cpu_workspace_size(B, T, S, dtype, threads) -> bytes"},
+    {"hard_cpu_min_workspace_size",
+     (PyCFunction)(void (*)(void))mas_py_hard_cpu_min_workspace_size, METH_FASTCALL,
+     "hard_cpu_min_workspace_size(B, T, S, dtype, threads) -> bytes (long-form minimum)"},
     {"hard_cuda_workspace_size", (PyCFunction)(void (*)(void))mas_py_hard_cuda_workspace_size,
      METH_FASTCALL, "hard_cuda_workspace_size(B, T, S, dtype) -> bytes"},
     {"baseline_glow", (PyCFunction)(void (*)(void))mas_py_baseline_glow, METH_FASTCALL,
@@ -70,6 +73,12 @@ static PyMethodDef methods[] = {
      "Viterbi or forward-sum over a topology (mas.h section 7)."},
     {"topo_workspace_size", (PyCFunction)(void (*)(void))mas_py_topo_workspace_size,
      METH_FASTCALL, "Workspace bytes of topo."},
+    {"fused", (PyCFunction)(void (*)(void))mas_py_fused, METH_FASTCALL,
+     "fused(soft, cuda, x, means, spread, spread_kind, x_len, y_len, o1, o2, o3, o4, bst, "
+     "workspace, how, error_word) -> (status, item)"},
+    {"fused_workspace_size", (PyCFunction)(void (*)(void))mas_py_fused_workspace_size,
+     METH_FASTCALL, "fused_workspace_size(soft, cuda, x, means, spread, spread_kind, x_len, "
+     "y_len, threads) -> bytes"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "libmas._C",

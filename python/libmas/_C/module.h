@@ -9,6 +9,8 @@
 /* hard.c */
 PyObject *mas_py_hard_cpu(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *mas_py_hard_cuda(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *mas_py_hard_cpu_min_workspace_size(PyObject *self, PyObject *const *args,
+                                             Py_ssize_t nargs);
 PyObject *mas_py_hard_cpu_workspace_size(PyObject *self, PyObject *const *args,
                                          Py_ssize_t nargs);
 PyObject *mas_py_hard_cuda_workspace_size(PyObject *self, PyObject *const *args,
@@ -30,6 +32,9 @@ PyObject *mas_py_baseline_glow(PyObject *self, PyObject *const *args, Py_ssize_t
 
 /* topology.c */
 PyObject *mas_py_topo(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+/* fused.c: fused Gaussian alignment (mas.h section 8) */
+PyObject *mas_py_fused(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *mas_py_fused_workspace_size(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *mas_py_topo_workspace_size(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
 #endif

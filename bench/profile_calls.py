@@ -1,0 +1,106 @@
+"""Where the host time of a small CUDA call goes (issue 9): the cost of each
+piece of the Python path measured alone in a loop, then cProfile of the
+whole call. Run on a GPU machine after installing the package:
+    python3 bench/profile_calls.py [--calls N]
+Prints microseconds per call; nothing here is a test."""
+
+import argparse
+import cProfile
+import io
+import pstats
+import time
+
+import torch
+
+import libmas
+from libmas import _arrays, _C, errors
+
+
+def per_call_us(fn, n):
+    for _ in range(20):
+        fn()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn()
+    t1 = time.perf_counter()
+    torch.cuda.synchronize()
+    return (t1 - t0) / n * 1e6
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--calls", type=int, default=2000)
+    ap.add_argument("--shape", default="16,60,300")
+    args = ap.parse_args()
+    B, T, S = (int(x) for x in args.shape.split(","))
+    n = args.calls
+    dev = torch.device("cuda")
+    v = torch.randn(B, T, S, device=dev)
+    mask = torch.ones(B, T, S, device=dev)
+    xl = torch.full((B,), T, dtype=torch.int64, device=dev)
+    yl = torch.full((B,), S, dtype=torch.int64, device=dev)
+    logits = torch.randn(B, T, S, device=dev)
+    print(f"B={B} T={T} S={S}, {n} calls per row, host time per call (enqueue only) in us")
+    rows = []
+
+    def row(name, fn):
+        rows.append((name, per_call_us(fn, n)))
+        print(f"  {name:55s} {rows[-1][1]:8.2f}")
+
+    row("libmas.align(...).durations", lambda: libmas.align(v, xl, yl).durations)
+    row("libmas.maximum_path(value, mask)", lambda: libmas.maximum_path(v, mask))
+    row("libmas.forward_sum(value, xl, yl)", lambda: libmas.forward_sum(v, xl, yl))
+    row("libmas.monotonic_attention(logits)", lambda: libmas.monotonic_attention(logits))
+    # pieces
+    row("torch.empty((B,T), int32, cuda)", lambda: torch.empty((B, T), dtype=torch.int32, device=dev))
+    row("torch.empty((n,), uint8, cuda)", lambda: torch.empty((4096,), dtype=torch.uint8, device=dev))
+    row("torch.utils.dlpack.to_dlpack(v)", lambda: torch.utils.dlpack.to_dlpack(v))
+    row("torch._C._to_dlpack(v)", lambda: torch._C._to_dlpack(v))
+    row("mask sums (lengths_from_mask)", lambda: (mask[:, :, 0].sum(1, dtype=torch.int64),
+                                                  mask[:, 0, :].sum(1, dtype=torch.int64)))
+    row("torch._C._cuda_getDevice()", lambda: torch._C._cuda_getDevice())
+    row("torch._C._cuda_getCurrentRawStream(0)", lambda: torch._C._cuda_getCurrentRawStream(0))
+    row("torch._C._cuda_isCurrentStreamCapturing()",
+        lambda: torch._C._cuda_isCurrentStreamCapturing())
+    row("torch.compiler.is_compiling()", lambda: torch.compiler.is_compiling())
+    row("_arrays.frame_for(v)", lambda: _arrays.frame_for(v, "f"))
+    frame, _ = _arrays.frame_for(v, "f")
+    row("frame.current_stream()", lambda: frame.current_stream())
+    row("frame.lengths(xl)", lambda: frame.lengths(xl, B, "x"))
+    row("errors.poll()", errors.poll)
+    stream, raw = frame.current_stream()
+
+    def word_cycle():
+        w, ticket = errors.error_word(torch, dev, stream)
+        errors.give_back(ticket)
+    row("errors.error_word + give_back", word_cycle)
+    # the C call alone, handles made once
+    h = torch.utils.dlpack.to_dlpack
+    dur = torch.empty((B, T), dtype=torch.int32, device=dev)
+    idx = torch.empty((B, S), dtype=torch.int32, device=dev)
+    sc = torch.empty((B,), dtype=torch.float32, device=dev)
+    nbytes = _C.hard_cuda_workspace_size(B, T, S, _C.FLOAT32)
+    work = torch.empty((nbytes,), dtype=torch.uint8, device=dev)
+    word = torch.full((1,), -1, dtype=torch.int64, device=dev)
+    hv, hx, hy, hd, hi, hs, hw, hword = (h(a) for a in (v, xl, yl, dur, idx, sc, work, word))
+    row("_C.hard_cuda (handles made once: C checks + launches)",
+        lambda: _C.hard_cuda(hv, False, hx, hy, None, hd, hi, hs, hw, raw, hword))
+    row("_C.hard_cuda_workspace_size", lambda: _C.hard_cuda_workspace_size(B, T, S, _C.FLOAT32))
+
+    for name, fn in (("align", lambda: libmas.align(v, xl, yl).durations),
+                     ("maximum_path", lambda: libmas.maximum_path(v, mask))):
+        prof = cProfile.Profile()
+        prof.enable()
+        for _ in range(n):
+            fn()
+        prof.disable()
+        torch.cuda.synchronize()
+        out = io.StringIO()
+        pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(22)
+        print(f"\n--- cProfile {name}, {n} calls (tottime) ---")
+        print("\n".join(out.getvalue().splitlines()[6:34]))
+
+
+if __name__ == "__main__":
+    main()
