@@ -26,7 +26,7 @@ cmake -S . -B "$BUILD" -DMAS_CUDA=ON -DMAS_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=Re
 cmake --build "$BUILD" --target mas -j"${JOBS:-8}" >/dev/null
 mkdir -p "$BUILD/replay"
 objs=()
-for t in hard forward_sum attention_forward attention_backward likelihood; do
+for t in hard forward_sum attention_forward attention_backward likelihood topology; do
   gcc -std=c11 -O1 -g -Wall -Wextra -Wno-maybe-uninitialized -Werror -DFZ_REPLAY -DLLVMFuzzerTestOneInput="fz_run_$t" \
     -Iinclude -Ilib -Itests/fuzz -c "tests/fuzz/fuzz_$t.c" -o "$BUILD/replay/fuzz_$t.o"
   objs+=("$BUILD/replay/fuzz_$t.o")

@@ -274,7 +274,9 @@ mas_status mas_forward_sum_cuda(const mas_tensor3 *value, const int64_t *x_len,
  * n_len, m_len: [B] lengths (NULL: N and M for every item). log_phi [B,N,M]
  * is written in full, -inf outside the lengths. The backward pass takes the
  * forward's log_phi and the upstream gradient d loss / d log_phi and writes
- * d loss / d x (0 outside the lengths). */
+ * d loss / d x (0 outside the lengths). Given any other log_phi the
+ * gradient inside the lengths is unspecified (it may differ between
+ * backends, inf included); the statuses and the zeros outside still hold. */
 typedef enum mas_attention_kind {
     MAS_ATTENTION_ONE_TO_MANY = 0,
     MAS_ATTENTION_MANY_TO_MANY = 1
@@ -593,9 +595,14 @@ mas_status mas_topo_forward_sum_cpu(const mas_topo_args *args,
                                     const mas_topo_soft_outputs *out, void *workspace,
                                     size_t workspace_size, int32_t threads, mas_error *err);
 
-/* The same on a CUDA device (every pointer device memory, asynchronously on
- * `stream`, value errors in *error_word). Not implemented yet: these return
- * MAS_ERR_NO_CUDA in every build. */
+/* The same on a CUDA device, asynchronously on `stream`, value errors
+ * (the item statuses above) in *error_word (mas_decode_device_error).
+ * Device memory: emissions, labels, token_len, frame_len, the outputs and
+ * the workspace; host memory: the topology's stay / advance arrays. One
+ * block per item; limits of this backend: k <= 16 and at most 8192 states
+ * per item (MAS_ERR_BAD_ARGUMENT beyond). Workspace: hard, one bit per
+ * cell (no long-form yet); soft, every forward score. MAS_ERR_NO_CUDA in a
+ * build without CUDA. */
 size_t mas_topo_cuda_workspace_size(const mas_topo_args *args, int32_t soft);
 mas_status mas_viterbi_cuda(const mas_topo_args *args, const mas_topo_hard_outputs *out,
                             void *workspace, size_t workspace_size, void *stream,

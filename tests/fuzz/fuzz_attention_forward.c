@@ -40,7 +40,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                                               a.m_len, &log_phi.t, ws.alloc, ws.size, a.threads,
                                               &err);
     fz_check_status(st, &err);
-    FZ_REPLAY_HOOK(fz_replay_attention(a.kind, &a.logits, a.n_len, a.m_len, &log_phi, NULL, NULL, st));
+    FZ_REPLAY_HOOK(fz_replay_attention(a.kind, &a.logits, a.n_len, a.m_len, &log_phi, NULL, NULL, NULL, st));
     fz_check_unchanged(&a.logits, "logits");
     int64_t expect_item = -1;
     if (expect == MAS_OK) {

@@ -499,11 +499,20 @@ void fz_replay_hard(const fz_view *value, const fz_view *path, const int64_t *x_
                     size_t idx_n, mas_status cpu_st);
 void fz_replay_forward_sum(const fz_view *value, const int64_t *x_len, const int64_t *y_len,
                            const void *log_z, const fz_view *post, mas_status cpu_st);
+/* compare: per item, whether the CPU result is defined (backward: log_phi
+ * from the forward, moderate logits) and so comparable; NULL: every item. */
 void fz_replay_attention(int kind, const fz_view *logits, const int64_t *n_len,
                          const int64_t *m_len, const fz_view *log_phi, const fz_view *grad_phi,
-                         const fz_view *grad_x, mas_status cpu_st);
+                         const fz_view *grad_x, const unsigned char *compare, mas_status cpu_st);
 void fz_replay_loglik(const mas_loglik_args *a, const fz_view *x, const fz_view *coef,
                       const fz_view *out, const fz_view *best, mas_status cpu_st);
+/* Topologies: labels_n int32 labels on the host; the outputs as the CPU
+ * call had them (ho for hard, so with post / grad for soft); moderate: per
+ * item, values small enough that both backends must agree. */
+void fz_replay_topology(const mas_topo_args *a, int soft, int64_t labels_n,
+                        const fz_view *emissions, const mas_topo_hard_outputs *ho,
+                        const mas_topo_soft_outputs *so, const fz_view *post,
+                        const fz_view *grad, const unsigned char *moderate, mas_status cpu_st);
 #ifdef __cplusplus
 }
 #endif

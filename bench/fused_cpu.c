@@ -1,0 +1,159 @@
+/* Issue 11's CPU row from C, without Python in the way: the fused Gaussian
+ * hard MAS (mas_align_gaussian_cpu) against its unfused equal
+ * (mas_gauss_coef_cpu + mas_loglik_cpu + mas_hard_cpu), Glow-TTS layouts
+ * (z [B, D, S], mean / log_std [B, D, T], float32), every item at full
+ * length, and the coefficients alone (a part of both). Checks that both
+ * give the same indices and score bits before timing. Median of --repeat.
+ *   fused_cpu [--B 8] [--T 256] [--S 1024] [--D 80] [--threads 1] [--repeat 9]
+ * Build: gcc -O2 -Iinclude bench/fused_cpu.c build/rel/libmas.a -lm -lpthread */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "mas.h"
+
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return v[n / 2];
+}
+
+static uint64_t rng = 88172645463325252ull;
+static double uniform(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (double)(rng >> 11) * (1.0 / 9007199254740992.0);
+}
+
+#define OK(call)                                                                      \
+    do {                                                                              \
+        mas_status st_ = (call);                                                      \
+        if (st_ != MAS_OK) {                                                          \
+            fprintf(stderr, "%s: %s\n", #call, mas_status_string(st_));               \
+            return 1;                                                                 \
+        }                                                                             \
+    } while (0)
+
+int main(int argc, char **argv) {
+    int64_t B = 8, T = 256, S = 1024, D = 80;
+    int threads = 1, repeat = 9;
+    for (int k = 1; k + 1 < argc; k += 2) {
+        long v = atol(argv[k + 1]);
+        if (!strcmp(argv[k], "--B")) B = v;
+        else if (!strcmp(argv[k], "--T")) T = v;
+        else if (!strcmp(argv[k], "--S")) S = v;
+        else if (!strcmp(argv[k], "--D")) D = v;
+        else if (!strcmp(argv[k], "--threads")) threads = (int)v;
+        else if (!strcmp(argv[k], "--repeat")) repeat = (int)v;
+        else { fprintf(stderr, "unknown option %s\n", argv[k]); return 2; }
+    }
+    if (repeat < 1 || repeat > 1000) repeat = 9;
+    float *z = malloc((size_t)(B * D * S) * 4), *mu = malloc((size_t)(B * D * T) * 4);
+    float *ls = malloc((size_t)(B * D * T) * 4);
+    for (int64_t i = 0; i < B * D * S; i++) z[i] = (float)(2 * uniform() - 1);
+    for (int64_t i = 0; i < B * D * T; i++) {
+        mu[i] = (float)(2 * uniform() - 1);
+        ls[i] = (float)(0.5 * uniform() - 0.25);
+    }
+    int64_t *xl = malloc((size_t)B * 8), *yl = malloc((size_t)B * 8);
+    for (int64_t b = 0; b < B; b++) { xl[b] = T; yl[b] = S; }
+
+    mas_gauss_align_args ga;
+    memset(&ga, 0, sizeof ga);
+    ga.x = (mas_tensor3){z, MAS_FLOAT32, 0, {B, S, D}, {D * S, 1, S}};
+    ga.params.means = (mas_tensor3){mu, MAS_FLOAT32, 0, {B, T, D}, {D * T, 1, T}};
+    ga.params.spread = (mas_tensor3){ls, MAS_FLOAT32, 0, {B, T, D}, {D * T, 1, T}};
+    ga.params.spread_kind = MAS_SPREAD_LOG_STD;
+    ga.x_len = xl;
+    ga.y_len = yl;
+
+    int32_t *idx_f = malloc((size_t)(B * S) * 4), *idx_u = malloc((size_t)(B * S) * 4);
+    float sc_f[4096], sc_u[4096];
+    if (B > 4096) return 2;
+    mas_hard_outputs of, ou;
+    memset(&of, 0, sizeof of);
+    memset(&ou, 0, sizeof ou);
+    of.indices = idx_f;
+    of.indices_stride = S;
+    of.score = sc_f;
+    ou.indices = idx_u;
+    ou.indices_stride = S;
+    ou.score = sc_u;
+
+    /* fused */
+    size_t wf = mas_align_gaussian_cpu_workspace_size(&ga, threads);
+    void *work_f = malloc(wf);
+    /* unfused: coef [B, P, T], loglik [B, S, T] viewed as value [B, T, S] */
+    const int64_t P = 2 * D + 1;
+    float *coef = malloc((size_t)(B * P * T) * 4), *ll = malloc((size_t)(B * S * T) * 4);
+    mas_tensor3 cv = {coef, MAS_FLOAT32, 0, {B, P, T}, {P * T, T, 1}};
+    mas_loglik_args la;
+    memset(&la, 0, sizeof la);
+    la.x = ga.x;
+    la.coef = cv;
+    la.n_states = T;
+    la.out = (mas_tensor3){ll, MAS_FLOAT32, 0, {B, S, T}, {S * T, T, 1}};
+    size_t wl = mas_loglik_cpu_workspace_size(&la, threads);
+    void *work_l = malloc(wl ? wl : 1);
+    mas_tensor3 value = {ll, MAS_FLOAT32, 0, {B, T, S}, {S * T, 1, T}};
+    size_t wh = mas_hard_cpu_workspace_size(B, T, S, MAS_FLOAT32, threads);
+    void *work_h = malloc(wh);
+
+    OK(mas_align_gaussian_cpu(&ga, &of, work_f, wf, threads, NULL));
+    OK(mas_gauss_coef_cpu(&ga.params, &cv, threads, NULL));
+    OK(mas_loglik_cpu(&la, work_l, wl, threads, NULL));
+    OK(mas_hard_cpu(&value, xl, yl, &ou, work_h, wh, threads, NULL));
+    int same = !memcmp(idx_f, idx_u, (size_t)(B * S) * 4) && !memcmp(sc_f, sc_u, (size_t)B * 4);
+
+    double *tf = malloc((size_t)repeat * 8), *tu = malloc((size_t)repeat * 8);
+    double *tc = malloc((size_t)repeat * 8), *tl = malloc((size_t)repeat * 8);
+    double *th = malloc((size_t)repeat * 8);
+    for (int r = 0; r < repeat; r++) {
+        double t0 = now_ms();
+        OK(mas_align_gaussian_cpu(&ga, &of, work_f, wf, threads, NULL));
+        double t1 = now_ms();
+        OK(mas_gauss_coef_cpu(&ga.params, &cv, threads, NULL));
+        double t2 = now_ms();
+        OK(mas_loglik_cpu(&la, work_l, wl, threads, NULL));
+        double t3 = now_ms();
+        OK(mas_hard_cpu(&value, xl, yl, &ou, work_h, wh, threads, NULL));
+        double t4 = now_ms();
+        tf[r] = t1 - t0;
+        tc[r] = t2 - t1;
+        tl[r] = t3 - t2;
+        th[r] = t4 - t3;
+        tu[r] = t4 - t1;
+    }
+    double mf = median(tf, repeat), mu_ = median(tu, repeat);
+    double cells = (double)B * (double)T * (double)S;
+    printf("fused Gaussian hard MAS, CPU, B=%lld T=%lld S=%lld D=%lld float32, %d thread(s), "
+           "full lengths, median of %d\n", (long long)B, (long long)T, (long long)S,
+           (long long)D, threads, repeat);
+    printf("| part | ms |\n|---|---|\n");
+    printf("| fused (mas_align_gaussian_cpu) | %.2f |\n", mf);
+    printf("| unfused: coef + loglik + hard | %.2f |\n", mu_);
+    printf("|   coef (mas_gauss_coef_cpu) | %.2f |\n", median(tc, repeat));
+    printf("|   loglik (mas_loglik_cpu) | %.2f |\n", median(tl, repeat));
+    printf("|   hard MAS (mas_hard_cpu) | %.2f |\n", median(th, repeat));
+    printf("speed-up %.2fx; same indices and score bits: %s\n", mu_ / mf, same ? "yes" : "NO");
+    printf("rate: %.1f GFLOP/s fused (2 flops x %lld coefficients a cell, every cell counted)\n",
+           2.0 * (double)P * cells / (mf * 1e6), (long long)P);
+    free(z); free(mu); free(ls); free(xl); free(yl); free(idx_f); free(idx_u);
+    free(work_f); free(coef); free(ll); free(work_l); free(work_h);
+    free(tf); free(tu); free(tc); free(tl); free(th);
+    return same ? 0 : 1;
+}
