@@ -422,7 +422,10 @@ size_t mas_loglik_cpu_workspace_size(const mas_loglik_args *args, int32_t thread
  * type; MAS_ERR_BAD_ARGUMENT for offsets that do not increase from 0 to M;
  * MAS_ERR_BAD_LENGTH (err->item = the item) for a length < 0 or beyond the
  * array; MAS_ERR_WORKSPACE_TOO_SMALL. Frames holding NaN or inf give NaN or
- * -inf scores (not an error). */
+ * -inf scores (not an error). Scores are specified for coefficients as
+ * mas_gauss_coef_* writes them (a and b finite, K finite or -inf) and
+ * frames whose squares are finite; for others (NaN or inf coefficients
+ * given directly) they may be NaN or inf and differ between backends. */
 mas_status mas_loglik_cpu(const mas_loglik_args *args, void *workspace, size_t workspace_size,
                           int32_t threads, mas_error *err);
 

@@ -120,11 +120,16 @@ __device__ __forceinline__ void topo_weights(const TopoArgs &a, const TopoItem &
     }
 }
 
-/* The emission row of state s: its label (gathered) or s. */
-__device__ __forceinline__ int64_t topo_row(const TopoArgs &a, const TopoItem &it, int64_t s) {
-    if (!a.gathered) return s;
+/* The label of state s (the blank's on a blank); needs labels. */
+__device__ __forceinline__ int32_t topo_state_label(const TopoArgs &a, const TopoItem &it,
+                                                    int64_t s) {
     int64_t j, i = topo_token(a, s, &j);
     return i < 0 ? a.blank : topo_label(a, it.b, i, j);
+}
+
+/* The emission row of state s: its label (gathered) or s. */
+__device__ __forceinline__ int64_t topo_row(const TopoArgs &a, const TopoItem &it, int64_t s) {
+    return a.gathered ? topo_state_label(a, it, s) : s;
 }
 
 template <typename TV>
@@ -143,7 +148,7 @@ __device__ __forceinline__ bool topo_readable(const TopoItem &it, int64_t t, int
 
 /* The item's checks (the CPU's check_item), block-wide; returns the status
  * and fills *it. Every thread gets the same answer. */
-__device__ int topo_check_item(const TopoArgs &a, int64_t b, TopoItem *it) {
+static __device__ int topo_check_item(const TopoArgs &a, int64_t b, TopoItem *it) {
     const int64_t L = a.token_len[b], S = a.frame_len[b], k = a.k;
     it->b = b;
     it->L = L;
@@ -487,7 +492,9 @@ __global__ void __launch_bounds__(kTopoMaxThreads) topo_viterbi(TopoArgs a) {
     for (int64_t t = tid; t < a.frames; t += BD) {
         int32_t s = t < S ? path[t] : -1;
         if (a.state_ids) a.state_ids[b * a.state_ids_stride + t] = s;
-        if (a.frame_labels) a.frame_labels[b * a.frame_labels_stride + t] = s < 0 ? -1 : (int32_t)topo_row(a, it, s);
+        /* the label, not the emission row: they differ for per-state emissions */
+        if (a.frame_labels)
+            a.frame_labels[b * a.frame_labels_stride + t] = s < 0 ? -1 : topo_state_label(a, it, s);
     }
     /* the scores need the spans: the workspace's when not wanted */
     int32_t *spans = a.token_spans ? a.token_spans + b * a.token_spans_stride

@@ -2,12 +2,13 @@
  * need no values are the CPU's (common/checks.h); item checks run in the
  * kernel and go to the error word. One block per item (topo_sweep.cuh),
  * launched on the caller's stream with no synchronisation and no
- * allocation. */
+ * allocation. The kernels are instantiated per dtype in topology_<dtype>.cu
+ * (topo_launch.cuh), so that the four compile in parallel. */
 #include <cuda_runtime.h>
 
 #include "common/checks.h"
 #include "cuda/device_cache.cuh"
-#include "cuda/topo_sweep.cuh"
+#include "cuda/topo_launch.cuh"
 #include "mas.h"
 
 using namespace mas_cuda;
@@ -102,35 +103,6 @@ void fill_args(TopoArgs &t, const mas_topo_args *a, const TopoLayout &L, unsigne
     t.alpha = ws + L.alpha;
 }
 
-template <int J, typename TV>
-mas_status launch_one(bool soft, const TopoArgs &t, int64_t B, int threads, size_t smem,
-                      const DeviceInfo &dev, cudaStream_t stream) {
-    static KernelCache cache_hard, cache_soft;
-    if (soft) {
-        auto kernel = topo_forward_sum<TV, J>;
-        mas_status st = ensure_smem(cache_soft, kernel, dev, smem);
-        if (st != MAS_OK) return st;
-        kernel<<<(unsigned)B, threads, smem, stream>>>(t);
-    } else {
-        auto kernel = topo_viterbi<TV, J>;
-        mas_status st = ensure_smem(cache_hard, kernel, dev, smem);
-        if (st != MAS_OK) return st;
-        kernel<<<(unsigned)B, threads, smem, stream>>>(t);
-    }
-    return MAS_OK;
-}
-
-template <typename TV>
-mas_status launch_type(int j, bool soft, const TopoArgs &t, int64_t B, int threads, size_t smem,
-                       const DeviceInfo &dev, cudaStream_t stream) {
-    switch (j) {
-    case 1: return launch_one<1, TV>(soft, t, B, threads, smem, dev, stream);
-    case 2: return launch_one<2, TV>(soft, t, B, threads, smem, dev, stream);
-    case 4: return launch_one<4, TV>(soft, t, B, threads, smem, dev, stream);
-    default: return launch_one<8, TV>(soft, t, B, threads, smem, dev, stream);
-    }
-}
-
 mas_status launch(bool soft, TopoArgs &t, const mas_topo_args *a, void *stream) {
     int threads;
     const int j = pick_j(t.n_max, &threads);
@@ -145,10 +117,10 @@ mas_status launch(bool soft, TopoArgs &t, const mas_topo_args *a, void *stream) 
     const int64_t B = a->emissions.dim[0];
     cudaStream_t s = (cudaStream_t)stream;
     switch (a->emissions.dtype) {
-    case MAS_FLOAT32: st = launch_type<float>(j, soft, t, B, threads, smem, dev, s); break;
-    case MAS_FLOAT64: st = launch_type<double>(j, soft, t, B, threads, smem, dev, s); break;
-    case MAS_FLOAT16: st = launch_type<__half>(j, soft, t, B, threads, smem, dev, s); break;
-    default: st = launch_type<__nv_bfloat16>(j, soft, t, B, threads, smem, dev, s); break;
+    case MAS_FLOAT32: st = topo_launch_type<float>(j, soft, t, B, threads, smem, dev, s); break;
+    case MAS_FLOAT64: st = topo_launch_type<double>(j, soft, t, B, threads, smem, dev, s); break;
+    case MAS_FLOAT16: st = topo_launch_type<__half>(j, soft, t, B, threads, smem, dev, s); break;
+    default: st = topo_launch_type<__nv_bfloat16>(j, soft, t, B, threads, smem, dev, s); break;
     }
     if (st != MAS_OK) return st;
     return cudaGetLastError() == cudaSuccess ? MAS_OK : MAS_ERR_CUDA;

@@ -377,6 +377,10 @@ int main(int argc, char **argv) {
         {"CTC k=1, float64", 1, 1, 0, 1, 4, 20, 70, 5, MAS_FLOAT64, 0},
         {"k=3 HMM, float64", 3, 0, 0, 0, 3, 8, 40, 0, MAS_FLOAT64, 0},
         {"CTC k=1, float16", 1, 1, 0, 1, 4, 20, 70, 5, MAS_FLOAT16, 0},
+        /* per-state emissions with blanks: frame labels come from the labels,
+         * not from the emission rows (a fuzz replay finding) */
+        {"CTC k=1, per state", 1, 1, 0, 0, 4, 12, 50, 6, MAS_FLOAT32, 0},
+        {"CTC k=2, per state, float64", 2, 1, 0, 0, 3, 8, 50, 5, MAS_FLOAT64, 0},
         {"CTC with failing items", 1, 1, 0, 1, 5, 12, 40, 6, MAS_FLOAT32, 1},
         {"k=2 per state, failing items", 2, 0, 0, 0, 5, 8, 40, 0, MAS_FLOAT32, 1},
         {"CTC 1401 states (2 per thread)", 1, 1, 0, 1, 2, 700, 1600, 30, MAS_FLOAT32, 0},

@@ -546,6 +546,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     mas_error err;
     mas_status st = mas_loglik_cpu(&a, ws.alloc, ws.size, threads, &err);
     fz_check_status(st, &err);
+    if (getenv("FZ_DEBUG") && st == MAS_OK && built && B <= 128 && N <= 4 && J <= 8 && M <= 8) {
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t n = 0; n < N; n++) {
+                fz_debug("b %lld n %lld x:", (long long)b, (long long)n);
+                for (int64_t j = 0; j < J; j++) fz_debug(" %g", fz_at(&a.x, b, n, j));
+                fz_debug("  out:");
+                for (int64_t s = 0; s < n_states; s++) fz_debug(" %g", fz_at(&a.out, b, n, s));
+                fz_debug("\n");
+            }
+        for (int64_t b = 0; b < CB; b++)
+            for (int64_t row = 0; row < 2 * J + 1; row++) {
+                fz_debug("coef b %lld row %lld:", (long long)b, (long long)row);
+                for (int64_t m = 0; m < M; m++) fz_debug(" %g", fz_at(&a.coef, b, row, m));
+                fz_debug("\n");
+            }
+    }
     if (built) FZ_REPLAY_HOOK(fz_replay_loglik(&a, &x, &coef, &out, want_best ? &best : NULL, st));
     fz_check(st == expect && err.item == expect_item,
              "loglik status %d item %lld, expected %d item %lld (B=%lld N=%lld J=%lld M=%lld "
