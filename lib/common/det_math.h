@@ -30,6 +30,18 @@
 #define DM_ADD(a, b) ((a) + (b))
 #endif
 
+#if !defined(__CUDA_ARCH__)
+#include <stdint.h>
+#include <string.h>
+/* 2^e for -1022 <= e <= 1023, a normal double, from its exponent bits. */
+static inline double mas_det_pow2(int e) {
+    uint64_t bits = (uint64_t)(e + 1023) << 52;
+    double d;
+    memcpy(&d, &bits, sizeof d);
+    return d;
+}
+#endif
+
 /* e^x: x = n ln2 + r with |r| <= ln2/2 (Cody-Waite, ln2 in two parts), e^r
  * by its Taylor polynomial to degree 13 (error < 2e-17 on that range), then
  * scaled by 2^n. */
@@ -54,8 +66,18 @@ DM_FN double mas_det_exp(double x) {
     p = fma(p, r, 1.0);
     /* 2^n in two steps so that n down to -1075 (subnormal results) is exact */
     int e = (int)n;
+#if defined(__CUDA_ARCH__)
     if (e < -1000) return ldexp(ldexp(p, e + 1000), -1000);
     return ldexp(p, e);
+#else
+    /* On the host a product with 2^e built from its bits, not a call to the
+     * C library's ldexp: the same bits, since both are the correctly rounded
+     * p * 2^e (p in [0.7, 1.42]: the only rounding is into the subnormals,
+     * once either way). */
+    if (e < -1000) return DM_MUL(DM_MUL(p, mas_det_pow2(e + 1000)), mas_det_pow2(-1000));
+    if (e > 1023) return DM_MUL(DM_MUL(p, mas_det_pow2(1023)), 2.0); /* x near 709.78 */
+    return DM_MUL(p, mas_det_pow2(e));
+#endif
 }
 
 /* log(x) for x > 0: x = m 2^e with m in [sqrt(1/2), sqrt(2)), log m =

@@ -13,28 +13,42 @@
 
 #define MAS_LOG_2PI 1.8378770664093454836
 
-/* One dimension of a Gaussian: a, b and its term of K. Returns 0 when the
- * parameters are out of range (NaN/inf mean or spread, variance <= 0, or a
- * log-std whose variance over- or underflows float64). */
-DM_FN int mas_gauss_coef_dim(double mu, double spread, int32_t kind, double *a, double *b,
-                             double *k_term) {
-    double inv, log_var;
-    if (!(mu - mu == 0) || !(spread - spread == 0)) return 0; /* NaN or inf */
+/* 1/var and log var of one dimension from its spread. Returns 0 when the
+ * spread is out of range (NaN/inf, variance <= 0, or a log-std whose
+ * variance over- or underflows float64). */
+DM_FN int mas_gauss_coef_spread(double spread, int32_t kind, double *inv, double *log_var) {
+    if (!(spread - spread == 0)) return 0; /* NaN or inf */
     if (kind == MAS_SPREAD_VARIANCE) {
         if (!(spread > 0)) return 0;
-        inv = 1.0 / spread;
-        log_var = mas_det_log(spread);
+        *inv = 1.0 / spread;
+        *log_var = mas_det_log(spread);
     } else {
-        inv = mas_det_exp(DM_MUL(-2.0, spread));
-        log_var = DM_MUL(2.0, spread);
+        *inv = mas_det_exp(DM_MUL(-2.0, spread));
+        *log_var = DM_MUL(2.0, spread);
     }
-    if (!(inv > 0) || !(inv - inv == 0)) return 0;
+    return *inv > 0 && *inv - *inv == 0;
+}
+
+/* a, b and the term of K of one dimension from its mean and
+ * mas_gauss_coef_spread's values. Returns 0 when the mean is NaN/inf or a
+ * result is not finite (or b is 0: a variance of over 1e308 would make the
+ * Gaussian flat). */
+DM_FN int mas_gauss_coef_rest(double mu, double inv, double log_var, double *a, double *b,
+                              double *k_term) {
+    if (!(mu - mu == 0)) return 0;
     *a = DM_MUL(mu, inv);
     *b = DM_MUL(-0.5, inv);
     *k_term = DM_ADD(DM_ADD(MAS_LOG_2PI, log_var), DM_MUL(DM_MUL(mu, mu), inv));
-    /* a, b and the term must be finite; b nonzero (a variance of over 1e308
-     * would make the Gaussian flat) */
     return *a - *a == 0 && *b - *b == 0 && *b != 0 && *k_term - *k_term == 0;
+}
+
+/* One dimension of a Gaussian: a, b and its term of K (the two above).
+ * Returns 0 when the parameters are out of range. */
+DM_FN int mas_gauss_coef_dim(double mu, double spread, int32_t kind, double *a, double *b,
+                             double *k_term) {
+    double inv, log_var;
+    if (!(mu - mu == 0) || !mas_gauss_coef_spread(spread, kind, &inv, &log_var)) return 0;
+    return mas_gauss_coef_rest(mu, inv, log_var, a, b, k_term);
 }
 
 /* K from the log weight and the sum of the k terms. */
