@@ -21,8 +21,8 @@ mas_status topo_launch_type(int j, bool soft, const TopoArgs &t, int64_t B, int 
 
 #ifdef MAS_TOPO_INSTANTIATE
 template <int J, typename TV>
-static mas_status launch_one(bool soft, const TopoArgs &t, int64_t B, int threads, size_t smem,
-                      const DeviceInfo &dev, cudaStream_t stream) {
+static mas_status launch_one(bool soft, const TopoArgs &t, int64_t B, int threads,
+                             size_t smem, const DeviceInfo &dev, cudaStream_t stream) {
     static KernelCache cache_hard, cache_soft;
     if (soft) {
         auto kernel = topo_forward_sum<TV, J>;
@@ -39,8 +39,8 @@ static mas_status launch_one(bool soft, const TopoArgs &t, int64_t B, int thread
 }
 
 template <typename TV>
-mas_status topo_launch_type(int j, bool soft, const TopoArgs &t, int64_t B, int threads, size_t smem,
-                       const DeviceInfo &dev, cudaStream_t stream) {
+mas_status topo_launch_type(int j, bool soft, const TopoArgs &t, int64_t B, int threads,
+                            size_t smem, const DeviceInfo &dev, cudaStream_t stream) {
     switch (j) {
     case 1: return launch_one<1, TV>(soft, t, B, threads, smem, dev, stream);
     case 2: return launch_one<2, TV>(soft, t, B, threads, smem, dev, stream);
