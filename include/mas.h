@@ -655,9 +655,20 @@ typedef struct mas_gauss_align_args {
 } mas_gauss_align_args;
 
 /* Bytes of workspace for mas_align_gaussian_cpu (threads <= 0: every core);
- * 0 for bad arguments, SIZE_MAX for shapes beyond 2^52 cells. */
+ * 0 for bad arguments, SIZE_MAX for shapes beyond 2^52 cells. This is the
+ * unbounded size (decision bits of every cell of an item per thread); less
+ * works too, down to the minimum below. */
 size_t mas_align_gaussian_cpu_workspace_size(const mas_gauss_align_args *args,
                                              int32_t threads);
+
+/* The smallest workspace mas_align_gaussian_cpu accepts: given less than
+ * the unbounded size it aligns long-form (as mas_hard_cpu: score columns
+ * kept every K frames, the bits of one segment at a time, the backtrack
+ * re-running one segment at a time), with the same outputs bit for bit and
+ * more time. The coefficients and each worker's expanded frames (2J x S)
+ * stay whole. 0 / SIZE_MAX as the function above. */
+size_t mas_align_gaussian_cpu_min_workspace_size(const mas_gauss_align_args *args,
+                                                 int32_t threads);
 
 /* Hard MAS on the Gaussian log-likelihoods, on the CPU. out as for
  * mas_hard_cpu with value = the virtual [B, T, S] matrix (path dim {B, T,

@@ -492,9 +492,22 @@ DP_ALWAYS_INLINE int sweep_range(const dp_problem *p, const int semiring,
     uint64_t bad = 0;
     /* Tile by tile along the states, each over every step: the rows of the
      * weights (frames contiguous in the usual layout) then stream. */
+    const int64_t diag = has_topo ? p->diag : 0;
     for (int64_t s0 = s_begin; s0 < s_end; s0 += DP_W) {
         int64_t out_lane = (s_end - s0 < DP_W ? s_end - s0 : DP_W) - 1;
-        for (int64_t t0 = t_begin; t0 < t_end; t0 += DP_BLOCK_STEPS) {
+        /* A tile with a tile after it visits only the blocks of steps where
+         * it or the next tile meets the band: elsewhere the next tile does
+         * not read this one's edge, and walking every block of a thin band
+         * (many-to-many attention with M << N) would cost states x steps.
+         * The last tile walks every block: its edge is the sweep's output. */
+        int64_t t_lo = t_begin, t_hi = t_end;
+        if (s0 + DP_W < s_end) {
+            int64_t first = s0 - diag; /* the tile's first step in the band */
+            if (first > t_begin) t_lo = t_begin + (first - t_begin) / DP_BLOCK_STEPS * DP_BLOCK_STEPS;
+            int64_t last = s0 + 2 * DP_W - 1 + p->band; /* the next tile's last */
+            if (last + 1 < t_hi) t_hi = last + 1;
+        }
+        for (int64_t t0 = t_lo; t0 < t_hi; t0 += DP_BLOCK_STEPS) {
             int64_t steps = t_end - t0 < DP_BLOCK_STEPS ? t_end - t0 : DP_BLOCK_STEPS;
             int above = s0 > t0 + steps - 1 + (has_topo ? p->diag : 0); /* s > t + diag */
             int below = s0 + DP_W - 1 < t0 - p->band;     /* every cell outside the band */
@@ -525,6 +538,8 @@ DP_ALWAYS_INLINE int sweep_range(const dp_problem *p, const int semiring,
                               column + (s0 - s_begin), edge + (t0 - t_begin), cells,
                               wstay, wmove, hist, out_lane);
         }
+        /* blocks not walked past the band: the tile's alpha is -inf there */
+        if (t_hi < t_end) vec_store(column + (s0 - s_begin), vec_set1(-INFINITY));
     }
     return bad != 0;
 }

@@ -3,7 +3,9 @@
  * (gauss_cells.h) instead of a value view, then the backtrack and outputs of
  * hard MAS (hard_outputs.h). Items are split over threads, one at a time
  * per thread; each thread owns one item's decision bits, expanded frames
- * and packed coefficients. */
+ * and packed coefficients. Given less than the unbounded workspace, items
+ * run checkpointed (longform.h): the bits of one segment of frames at a
+ * time plus a column per segment, the same bits and outputs. */
 #include <math.h>
 #include <string.h>
 
@@ -11,24 +13,53 @@
 #include "cpu/dp_core.h"
 #include "cpu/fused_gauss.h"
 #include "cpu/hard_outputs.h"
+#include "cpu/longform.h"
 #include "cpu/parallel.h"
 #include "mas.h"
 
 typedef struct fa_layout {
-    size_t decisions, column, edge, scratch, e, cp, total;
+    size_t decisions, column, edge, scratch, e, cp;
+    size_t checkpoints; /* long-form: a column before every segment but the first */
+    int64_t seg_steps;  /* long-form: frames per segment (K); 0: unbounded */
+    size_t total;
 } fa_layout;
 
-static fa_layout layout_for(const fg_plan *p) {
+/* A worker's bytes with the decision bits and edges of `steps` frames. */
+static fa_layout layout_steps(const fg_plan *p, int64_t steps) {
     fa_layout w;
-    int64_t T = p->tokens, S = p->frames, lanes = dp_lanes(p->accum);
-    w.decisions = MAS_ALIGN_UP((size_t)dp_decision_bytes(T, S, p->accum), MAS_CACHE_LINE);
+    int64_t T = p->tokens, lanes = dp_lanes(p->accum);
+    w.decisions = MAS_ALIGN_UP((size_t)dp_decision_bytes(T, steps, p->accum), MAS_CACHE_LINE);
     w.column = MAS_ALIGN_UP((size_t)MAS_ALIGN_UP(T, lanes) * p->acc, MAS_CACHE_LINE);
-    w.edge = MAS_ALIGN_UP((size_t)(S + DP_BLOCK_STEPS) * p->acc, MAS_CACHE_LINE);
+    w.edge = MAS_ALIGN_UP((size_t)(steps + DP_BLOCK_STEPS) * p->acc, MAS_CACHE_LINE);
     w.scratch = MAS_ALIGN_UP((size_t)T * sizeof(int32_t), MAS_CACHE_LINE);
     w.e = p->e_bytes;
     w.cp = p->cp_bytes;
+    w.checkpoints = 0;
+    w.seg_steps = 0;
     w.total = w.decisions + w.column + w.edge + w.scratch + w.e + w.cp;
     return w;
+}
+
+static fa_layout layout_for(const fg_plan *p) { return layout_steps(p, p->frames); }
+
+/* Long-form: segments of K frames. */
+static fa_layout longform_layout(const fg_plan *p, int64_t K) {
+    fa_layout w = layout_steps(p, K);
+    w.checkpoints = (size_t)(lf_segments(p->frames, K) - 1) * w.column;
+    w.seg_steps = K;
+    w.total += w.checkpoints;
+    return w;
+}
+
+static size_t longform_bytes(const void *ctx, int64_t K) {
+    return longform_layout((const fg_plan *)ctx, K).total;
+}
+
+/* Bytes of the call that are not a worker's: alignment slack, the
+ * coefficients, statuses. */
+static size_t shared_bytes(const fg_plan *p) {
+    return MAS_CACHE_LINE + p->coef_bytes +
+           MAS_ALIGN_UP((size_t)p->batch * sizeof(int32_t), MAS_CACHE_LINE);
 }
 
 static int32_t team_of(int64_t batch, int32_t threads) {
@@ -46,8 +77,37 @@ size_t mas_align_gaussian_cpu_workspace_size(const mas_gauss_align_args *args,
         mas_shape_too_big(p.batch, p.tokens + p.frames, p.rows))
         return SIZE_MAX;
     fa_layout w = layout_for(&p);
-    return MAS_CACHE_LINE + p.coef_bytes + (size_t)team_of(p.batch, threads) * w.total +
-           MAS_ALIGN_UP((size_t)p.batch * sizeof(int32_t), MAS_CACHE_LINE);
+    return shared_bytes(&p) + (size_t)team_of(p.batch, threads) * w.total;
+}
+
+size_t mas_align_gaussian_cpu_min_workspace_size(const mas_gauss_align_args *args,
+                                                 int32_t threads) {
+    size_t full = mas_align_gaussian_cpu_workspace_size(args, threads);
+    if (full == 0 || full == SIZE_MAX) return full;
+    fg_plan p;
+    fg_plan_call(args, &p);
+    size_t one = lf_min_bytes(p.frames, longform_bytes, &p), shared = shared_bytes(&p);
+    size_t lf = one > SIZE_MAX - shared ? SIZE_MAX : one + shared;
+    return lf < full ? lf : full;
+}
+
+/* The long-form plan below the unbounded size: as many workers (items at a
+ * time) as the threads allow and the size holds at the smallest each, then
+ * the longest segments their share holds. 0 when one worker does not fit. */
+static int plan_longform(const fg_plan *p, int32_t threads, size_t size, int32_t *team,
+                         fa_layout *w) {
+    size_t shared = shared_bytes(p);
+    if (size <= shared) return 0;
+    size_t avail = size - shared;
+    size_t one = lf_min_bytes(p->frames, longform_bytes, p);
+    if (one == 0 || one > avail) return 0;
+    int64_t n = team_of(p->batch, threads);
+    if ((size_t)n > avail / one) n = (int64_t)(avail / one);
+    int64_t K = lf_pick_steps(p->frames, avail / (size_t)n, longform_bytes, p);
+    if (K == 0) return 0;
+    *team = (int32_t)n;
+    *w = longform_layout(p, K);
+    return 1;
 }
 
 typedef struct fa_call {
@@ -67,6 +127,24 @@ static void fill_real(void *dst, int32_t accum, int64_t n, double x) {
         for (int64_t i = 0; i < n; i++) ((float *)dst)[i] = (float)x;
 }
 
+static double read_real(const void *v, int32_t accum, int64_t i) {
+    return accum == MAS_FLOAT64 ? ((const double *)v)[i] : (double)((const float *)v)[i];
+}
+
+/* Long-form backtrack of one segment (lf_backtrack's visit). */
+typedef struct fa_walk {
+    const uint8_t *decisions;
+    int64_t lanes, seg_steps, i;
+    int32_t *durations, *indices;
+} fa_walk;
+
+static int64_t walk_segment(void *ctx, int64_t t0, int64_t t1) {
+    fa_walk *w = (fa_walk *)ctx;
+    hard_backtrack(w->decisions, w->lanes, t0, w->seg_steps, t0, t1, &w->i, w->durations,
+                   w->indices);
+    return w->i;
+}
+
 static void run_item(void *ctx, int64_t b, int32_t rank) {
     fa_call *c = (fa_call *)ctx;
     const fg_plan *p = c->p;
@@ -81,6 +159,7 @@ static void run_item(void *ctx, int64_t b, int32_t rank) {
     int64_t lanes = dp_lanes(p->accum);
     mas_status st = fg_check_lengths(X, Y, p->tokens, p->frames);
     double score = -INFINITY;
+    int backtracked = 0;
     if (st == MAS_OK) {
         gc_item item;
         dp_cell_source src;
@@ -96,11 +175,35 @@ static void run_item(void *ctx, int64_t b, int32_t rank) {
         q.band = Y - X;
         q.readable = 1;
         q.decisions = decisions;
-        fill_real(column, p->accum, MAS_ALIGN_UP(X, lanes), -INFINITY);
-        fill_real(edge, p->accum, Y, -INFINITY);
-        fill_real(edge, p->accum, 1, 0.0); /* the virtual start */
-        int bad = dp_sweep(&q, 0, X, 0, Y, column, edge);
-        score = p->accum == MAS_FLOAT64 ? ((double *)column)[X - 1] : ((float *)column)[X - 1];
+        int bad;
+        if (c->w.seg_steps > 0) {
+            /* long-form (longform.h): the checkpoints after the packed coefficients */
+            lf_run r = {
+                .p = &q,
+                .seg_steps = c->w.seg_steps,
+                .column = column,
+                .column_bytes = (size_t)MAS_ALIGN_UP(X, lanes) * p->acc,
+                .edge = edge,
+                .checkpoints = (uint8_t *)cp + c->w.cp,
+                .checkpoint_stride = c->w.column,
+            };
+            bad = lf_forward(&r);
+            score = read_real(column, p->accum, X - 1);
+            if (!bad && score > -INFINITY) {
+                const mas_hard_outputs *out = c->out;
+                fa_walk walk = {decisions, lanes, c->w.seg_steps, X - 1, scratch,
+                                out->indices ? out->indices + b * out->indices_stride : NULL};
+                memset(scratch, 0, (size_t)p->tokens * sizeof *scratch);
+                lf_backtrack(&r, X - 1, walk_segment, &walk);
+                backtracked = 1;
+            }
+        } else {
+            fill_real(column, p->accum, MAS_ALIGN_UP(X, lanes), -INFINITY);
+            fill_real(edge, p->accum, Y, -INFINITY);
+            fill_real(edge, p->accum, 1, 0.0); /* the virtual start */
+            bad = dp_sweep(&q, 0, X, 0, Y, column, edge);
+            score = read_real(column, p->accum, X - 1);
+        }
         if (bad) st = MAS_ERR_NONFINITE_VALUE;
         else if (score == -INFINITY) st = MAS_ERR_NO_FINITE_PATH;
     }
@@ -112,6 +215,7 @@ static void run_item(void *ctx, int64_t b, int32_t rank) {
         .lanes = lanes,
         .score = st == MAS_OK ? score : -INFINITY,
         .durations = scratch,
+        .backtracked = st == MAS_OK && backtracked,
     };
     hard_write_outputs(&c->value, c->out, b, &o);
 }
@@ -133,8 +237,14 @@ mas_status mas_align_gaussian_cpu(const mas_gauss_align_args *args,
         st = mas_hard_check_call(&c.value, args->x_len, args->y_len, out);
     }
     if (st == MAS_OK && !workspace) st = MAS_ERR_NULL_POINTER;
-    if (st == MAS_OK && workspace_size < mas_align_gaussian_cpu_workspace_size(args, threads))
-        st = MAS_ERR_WORKSPACE_TOO_SMALL;
+    size_t full = st == MAS_OK ? mas_align_gaussian_cpu_workspace_size(args, threads) : 0;
+    int32_t team = team_of(p.batch, threads);
+    fa_layout w;
+    memset(&w, 0, sizeof w);
+    if (st == MAS_OK && full == SIZE_MAX) st = MAS_ERR_WORKSPACE_TOO_SMALL;
+    else if (st == MAS_OK && workspace_size >= full) w = layout_for(&p);
+    else if (st == MAS_OK && !plan_longform(&p, threads, workspace_size, &team, &w))
+        st = MAS_ERR_WORKSPACE_TOO_SMALL; /* below mas_align_gaussian_cpu_min_workspace_size */
     if (st != MAS_OK) {
         if (err) err->status = st;
         return st;
@@ -142,11 +252,10 @@ mas_status mas_align_gaussian_cpu(const mas_gauss_align_args *args,
     uint8_t *ws = (uint8_t *)MAS_ALIGN_UP((uintptr_t)workspace, MAS_CACHE_LINE);
     st = fg_coefficients(&p, ws, threads, err);
     if (st != MAS_OK) return st;
-    int32_t team = team_of(p.batch, threads);
     c.p = &p;
     c.out = out;
     c.coef = ws;
-    c.w = layout_for(&p);
+    c.w = w;
     c.slots = ws + p.coef_bytes;
     c.status = (int32_t *)(c.slots + (size_t)team * c.w.total);
     mas_parallel_items(team, p.batch, run_item, &c);

@@ -18,7 +18,8 @@ implementation and, where the op has a gradient, an autograd formula:
   libmas::monotonic_attention_backward(Tensor logits, Tensor? n_lengths,
       Tensor? m_lengths, Tensor log_phi, Tensor grad_log_phi, int kind, int threads) -> Tensor
   libmas::align_gaussian(Tensor z, Tensor mean, Tensor log_std, Tensor x_lengths,
-      Tensor y_lengths, int threads) -> (Tensor durations, Tensor indices, Tensor score)
+      Tensor y_lengths, int threads, int max_workspace_bytes=-1)
+      -> (Tensor durations, Tensor indices, Tensor score)
   libmas::forward_sum_gaussian(Tensor z, Tensor mean, Tensor log_std, Tensor x_lengths,
       Tensor y_lengths, int threads, bool with_grad)
       -> (Tensor log_z, Tensor grad_z, Tensor grad_mean, Tensor grad_log_std)
@@ -239,14 +240,16 @@ def _register_fused(torch, frame_of):
     @torch.library.custom_op("libmas::align_gaussian", mutates_args=(),
                              device_types=("cpu", "cuda"))
     def align_gaussian(z: Tensor, mean: Tensor, log_std: Tensor, x_lengths: Tensor,
-                       y_lengths: Tensor, threads: int) -> tuple[Tensor, Tensor, Tensor]:
+                       y_lengths: Tensor, threads: int,
+                       max_workspace_bytes: int = -1) -> tuple[Tensor, Tensor, Tensor]:
+        budget = None if max_workspace_bytes < 0 else max_workspace_bytes
         durations, indices, score, _ = fused._align_gaussian_core(
             "libmas.align_gaussian", frame_of(z), z.detach(), mean.detach(), log_std.detach(),
-            x_lengths, y_lengths, threads, False)
+            x_lengths, y_lengths, threads, False, budget)
         return durations, indices, score
 
     @align_gaussian.register_fake
-    def _(z, mean, log_std, x_lengths, y_lengths, threads):
+    def _(z, mean, log_std, x_lengths, y_lengths, threads, max_workspace_bytes=-1):
         b, t, s = z.shape[0], mean.shape[2], z.shape[2]
         return (z.new_empty((b, t), dtype=torch.int32), z.new_empty((b, s), dtype=torch.int32),
                 z.new_empty((b,), dtype=_accum(torch, z.dtype)))
@@ -288,7 +291,7 @@ def _register_fused(torch, frame_of):
     forward_sum_gaussian.register_autograd(fsg_backward, setup_context=fsg_setup)
 
 
-def align_gaussian(z, mean, log_std, x_lengths, y_lengths, bst, threads):
+def align_gaussian(z, mean, log_std, x_lengths, y_lengths, bst, threads, budget=None):
     from .hard import AlignResult
 
     torch = sys.modules["torch"]
@@ -298,8 +301,9 @@ def align_gaussian(z, mean, log_std, x_lengths, y_lengths, bst, threads):
                  f"{fname}: x_lengths")
     y = _lengths(torch, y_lengths if y_lengths is not None else [s] * b, z, b,
                  f"{fname}: y_lengths")
-    durations, indices, score = registered().align_gaussian(z.detach(), mean.detach(),
-                                                            log_std.detach(), x, y, threads)
+    durations, indices, score = registered().align_gaussian(
+        z.detach(), mean.detach(), log_std.detach(), x, y, threads,
+        -1 if budget is None else budget)
     pending = errors.PENDING if z.is_cuda else None
     return AlignResult(_arrays.TorchFrame(z), durations, indices, score, t, bst, score.dtype,
                        pending)

@@ -34,10 +34,12 @@ def _full_lengths(frame, lens, batch, top):
     return frame.lengths([top] * batch, batch, "lengths")
 
 
-def _run(fname, frame, soft, z, mean, log_std, x_len, y_len, outs, bst, threads):
+def _run(fname, frame, soft, z, mean, log_std, x_len, y_len, outs, bst, threads,
+         budget=None):
     """The C call (CPU): outs = 4 arrays or None (hard: path, durations,
     indices, score; soft: log_z, grad_x, grad_means, grad_spread, in the
-    views of mas.h)."""
+    views of mas.h); budget: the most workspace bytes of a hard call (None:
+    unbounded; less than the unbounded size runs long-form)."""
     h = frame.handle
     t = int(mean.shape[2])
     z3, m3, l3 = _swap12(frame, z), _swap12(frame, mean), _swap12(frame, log_std)
@@ -45,7 +47,11 @@ def _run(fname, frame, soft, z, mean, log_std, x_len, y_len, outs, bst, threads)
     describe = _tts_describe(t)
 
     def workspace_bytes(cuda):
-        return _C.fused_workspace_size(soft, cuda, *ins, threads)
+        full = _C.fused_workspace_size(soft, cuda, *ins, threads)
+        if soft or budget is None or budget >= full or full == 0:
+            return full
+        minimum = _C.fused_workspace_size(soft, cuda, *ins, threads, True)
+        return _dispatch.budgeted(fname, budget, full, minimum)
 
     def invoke(cuda, work, how, word):
         status, item = _C.fused(soft, cuda, *ins, *(h(o) for o in outs), bst, work, how, word)
@@ -57,7 +63,7 @@ def _run(fname, frame, soft, z, mean, log_std, x_len, y_len, outs, bst, threads)
 
 
 def align_gaussian(z, mean, log_std, x_lengths=None, y_lengths=None, *, layout="bts",
-                   threads=None):
+                   threads=None, max_workspace_bytes=None):
     """Hard monotonic alignment on Glow-TTS's Gaussian log-likelihood, fused.
 
     z [B, D, S], mean and log_std [B, D, T] (float32, float64, float16 or
@@ -73,22 +79,31 @@ def align_gaussian(z, mean, log_std, x_lengths=None, y_lengths=None, *, layout="
     mean or log_std on any token) and of ``align`` (the item and the rule),
     same wording. CUDA tensors: the unfused path (documented above). The
     alignment has no gradient (use ``expand`` on its indices).
+
+    max_workspace_bytes: None (default) for the unbounded workspace (one
+    decision bit per cell of an item per thread), or a budget in bytes: a
+    smaller budget aligns long-form on the CPU (score checkpoints, one
+    segment of bits at a time; the same results bit for bit, slower); a
+    budget below the smallest that works raises ValueError stating it. On
+    CUDA the budget must hold the unfused path's workspace.
     """
     fname = "libmas.align_gaussian"
     bst = _arrays.check_layout(layout, fname)
     threads = _threads_arg(threads, fname)
+    budget = _dispatch.budget_arg(max_workspace_bytes, fname)
     if _ops.use_op(z):
-        return _ops.align_gaussian(z, mean, log_std, x_lengths, y_lengths, bst, threads)
+        return _ops.align_gaussian(z, mean, log_std, x_lengths, y_lengths, bst, threads, budget)
     errors.poll()  # (not while tracing: the poll asks about stream capture)
     frame, z, mean, log_std, x_len, y_len = _tts_checked(fname, z, mean, log_std, x_lengths,
                                                          y_lengths)
     durations, indices, score, pending = _align_gaussian_core(fname, frame, z, mean, log_std,
-                                                              x_len, y_len, threads, True)
+                                                              x_len, y_len, threads, True, budget)
     return AlignResult(frame, durations, indices, score, int(mean.shape[2]), bst, score.dtype,
                        pending)
 
 
-def _align_gaussian_core(fname, frame, z, mean, log_std, x_len, y_len, threads, checked):
+def _align_gaussian_core(fname, frame, z, mean, log_std, x_len, y_len, threads, checked,
+                         budget=None):
     """(durations, indices, score, pending) of align_gaussian (also the
     registered op's kernel, which runs the checks here: checked False)."""
     if not checked:
@@ -105,7 +120,7 @@ def _align_gaussian_core(fname, frame, z, mean, log_std, x_len, y_len, threads, 
         # the unfused path: the same bits by construction (materialises logp)
         v, _ = _tts_forward(fname, frame, z, mean, log_std, x_len, y_len, False, 0, threads)
         return _align_core(fname, frame, v, _full_lengths(frame, x_len, b, t),
-                           _full_lengths(frame, y_len, b, s), False, threads)
+                           _full_lengths(frame, y_len, b, s), False, threads, budget)
     i32 = frame.native_dtype("int32", None)
     acc = frame.score_dtype(z)
     durations = frame.empty((b, t), i32)
@@ -115,7 +130,7 @@ def _align_gaussian_core(fname, frame, z, mean, log_std, x_len, y_len, threads, 
         x_len = _full_lengths(frame, x_len, b, t)
         y_len = _full_lengths(frame, y_len, b, s)
         _run(fname, frame, False, z, mean, log_std, x_len, y_len,
-             (None, durations, indices, score), False, threads)
+             (None, durations, indices, score), False, threads, budget)
     return durations, indices, score, None
 
 

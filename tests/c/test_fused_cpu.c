@@ -182,6 +182,39 @@ static void check_hard_equal(ts_rng *rng, int64_t B, int64_t T, int64_t S, int64
     TS_CHECK(memcmp(o1.idx, o2.idx, (size_t)(B * S) * 4) == 0, "indices differ");
     TS_CHECK(memcmp(o1.path, o2.path, (size_t)(B * T * S)) == 0, "path differs");
     TS_CHECK(memcmp(o1.score, o2.score, (size_t)B * dsize(acc)) == 0, "score bits differ");
+    /* long-form below the unbounded size (issue 15): the same bits at the
+     * smallest size, one in between and one byte short; below the smallest
+     * a clear refusal */
+    size_t lo = mas_align_gaussian_cpu_min_workspace_size(&a, threads);
+    TS_CHECK(lo >= 1 && lo <= ws2, "min workspace %zu, full %zu", lo, ws2);
+    size_t budgets[3] = {lo, lo + (ws2 - lo) / 2, ws2 - 1};
+    for (int k = 0; k < 3 && lo < ws2; k++) {
+        hard_out o3;
+        mas_hard_outputs h3 = hard_outputs_of(&o3, &t);
+        void *w3 = malloc(budgets[k]);
+        mas_error e3;
+        mas_status s3 = mas_align_gaussian_cpu(&a, &h3, w3, budgets[k], threads, &e3);
+        TS_CHECK(s3 == s1 && e3.item == e1.item, "budget %zu of %zu: status %d item %lld",
+                 budgets[k], ws2, (int)s3, (long long)e3.item);
+        TS_CHECK(memcmp(o1.dur, o3.dur, (size_t)(B * T) * 4) == 0 &&
+                     memcmp(o1.idx, o3.idx, (size_t)(B * S) * 4) == 0 &&
+                     memcmp(o1.path, o3.path, (size_t)(B * T * S)) == 0 &&
+                     memcmp(o1.score, o3.score, (size_t)B * dsize(acc)) == 0,
+                 "budget %zu of %zu (min %zu): outputs differ from the unbounded", budgets[k],
+                 ws2, lo);
+        free(w3);
+        hard_out_free(&o3);
+    }
+    {
+        hard_out o4;
+        mas_hard_outputs h4 = hard_outputs_of(&o4, &t);
+        void *w4 = malloc(lo);
+        mas_status s4 = mas_align_gaussian_cpu(&a, &h4, w4, lo - 1, threads, NULL);
+        TS_CHECK(s4 == MAS_ERR_WORKSPACE_TOO_SMALL, "below the minimum (%zu): status %d", lo,
+                 (int)s4);
+        free(w4);
+        hard_out_free(&o4);
+    }
     free(w1);
     free(w2);
     free(value);

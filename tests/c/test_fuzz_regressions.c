@@ -180,8 +180,54 @@ static void overflow_log_z(void) {
     free(ws);
 }
 
+/* Finding 7: many-to-many attention with M << N (a band one cell wide
+ * along a long diagonal) walked every (state tile, step block) pair: N=2^20,
+ * M=1 took over a minute under the fuzzer. The DP core now visits only the
+ * blocks a tile or the next one meets; the values must not change: log phi
+ * against a float64 loop of mas.h's recurrence, on thin and wide shapes. */
+static void thin_band_attention(void) {
+    const int64_t shapes[4][2] = {{3000, 1}, {2500, 3}, {70, 70}, {5, 400}};
+    for (int c = 0; c < 4; c++) {
+        int64_t N = shapes[c][0], M = shapes[c][1];
+        double *x = malloc((size_t)(N * M) * sizeof(double));
+        double *lp = malloc((size_t)(N * M) * sizeof(double));
+        double *ref = malloc((size_t)(N * M) * sizeof(double));
+        uint64_t r = 7 + (uint64_t)c;
+        for (int64_t i = 0; i < N * M; i++) {
+            r ^= r << 13; r ^= r >> 7; r ^= r << 17;
+            x[i] = 4.0 * (double)(r >> 11) / 9007199254740992.0 - 2.0;
+        }
+        /* phi[i,j] = phi[i,j-1] p[i,j-1] + phi[i-1,j] (1 - p[i-1,j]), in logs */
+        for (int64_t i = 0; i < N; i++)
+            for (int64_t j = 0; j < M; j++) {
+                double a = -INFINITY, b = -INFINITY;
+                if (i == 0 && j == 0) { ref[0] = 0; continue; }
+                if (j > 0) a = ref[i * M + j - 1] - log1p(exp(-x[i * M + j - 1]));
+                if (i > 0) b = ref[(i - 1) * M + j] - log1p(exp(x[(i - 1) * M + j]));
+                double m = a > b ? a : b;
+                ref[i * M + j] = m == -INFINITY ? m : m + log(exp(a - m) + exp(b - m));
+            }
+        mas_tensor3 xv = {x, MAS_FLOAT64, 0, {1, N, M}, {N * M, M, 1}};
+        mas_tensor3 ov = {lp, MAS_FLOAT64, 0, {1, N, M}, {N * M, M, 1}};
+        size_t ws = mas_attention_cpu_workspace_size(1, N, M, MAS_FLOAT64, 1);
+        void *w = malloc(ws);
+        mas_status st = mas_attention_forward_cpu(MAS_ATTENTION_MANY_TO_MANY, &xv, NULL, NULL,
+                                                  &ov, w, ws, 1, NULL);
+        CHECK(st == MAS_OK, "m2m N=%lld M=%lld: status %d", (long long)N, (long long)M, (int)st);
+        double worst = 0;
+        for (int64_t i = 0; i < N * M; i++) {
+            double d = fabs(lp[i] - ref[i]) / (1 + fabs(ref[i]));
+            if (!(d <= worst)) worst = d;
+        }
+        CHECK(worst <= 1e-9, "m2m N=%lld M=%lld: log phi off by %g (relative)", (long long)N,
+              (long long)M, worst);
+        free(x); free(lp); free(ref); free(w);
+    }
+}
+
 int main(void) {
     huge_workspace();
+    thin_band_attention();
     overflow_log_z();
     huge_topology();
     huge_loglik_workspace();

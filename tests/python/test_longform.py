@@ -95,6 +95,65 @@ def test_align_torch_and_registered_op(rng, torch):
         _ops.ALWAYS = old
 
 
+def _tts(rng, B, T, S, D, dtype):
+    z = rng.uniform(-2, 2, (B, D, S)).astype(dtype)
+    mean = rng.uniform(-2, 2, (B, D, T)).astype(dtype)
+    log_std = rng.uniform(-1, 0.5, (B, D, T)).astype(dtype)
+    y = rng.integers(1, S + 1, B)
+    x = np.array([rng.integers(1, min(T, yb) + 1) for yb in y])
+    return z, mean, log_std, x, y
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_align_gaussian_budgets_equal_unbounded(rng, dtype):
+    """The fused op long-form: the same bits as unbounded, and as align on
+    the materialised likelihood."""
+    for _ in range(3):
+        B, T, D = int(rng.integers(1, 4)), int(rng.integers(1, 50)), int(rng.integers(1, 9))
+        S = T + int(rng.integers(0, 700))
+        z, mean, log_std, x, y = _tts(rng, B, T, S, D, dtype)
+        threads = int(rng.integers(1, 4))
+        base = libmas.align_gaussian(z, mean, log_std, x, y, threads=threads)
+        ref = libmas.align(libmas.gaussian_loglik(z, mean, log_std, x, y), x, y)
+        np.testing.assert_array_equal(base.indices, ref.indices)
+        minimum = _minimum(lambda n: libmas.align_gaussian(z, mean, log_std, x, y,
+                                                           threads=threads,
+                                                           max_workspace_bytes=n))
+        full = minimum * 4  # any budget above the minimum must give the same bits
+        for budget in sorted({minimum, minimum + 1, (minimum * 3) // 2, full}):
+            r = libmas.align_gaussian(z, mean, log_std, x, y, threads=threads,
+                                      max_workspace_bytes=budget)
+            np.testing.assert_array_equal(r.durations, base.durations)
+            np.testing.assert_array_equal(r.indices, base.indices)
+            assert r.score.tobytes() == base.score.tobytes()
+
+
+def test_align_gaussian_long_item_budget(rng, torch):
+    """One long item in a fraction of the unbounded workspace; through the
+    registered op too."""
+    T, S, D = 200, 5000, 8
+    z, mean, log_std, _, _ = _tts(rng, 1, T, S, D, np.float32)
+    z, mean, log_std = (torch.from_numpy(a) for a in (z, mean, log_std))
+    base = libmas.align_gaussian(z, mean, log_std, threads=1)
+    minimum = _minimum(lambda n: libmas.align_gaussian(z, mean, log_std, threads=1,
+                                                       max_workspace_bytes=n))
+    r = libmas.align_gaussian(z, mean, log_std, threads=1, max_workspace_bytes=minimum)
+    assert torch.equal(r.durations, base.durations) and torch.equal(r.indices, base.indices)
+    assert torch.equal(r.score, base.score)
+    from libmas import _ops
+    old = _ops.ALWAYS
+    _ops.ALWAYS = True  # through torch.ops.libmas.align_gaussian
+    try:
+        r = libmas.align_gaussian(z, mean, log_std, threads=1, max_workspace_bytes=minimum)
+        assert torch.equal(r.indices, base.indices)
+        with pytest.raises(ValueError, match="max_workspace_bytes=1 is below"):
+            libmas.align_gaussian(z, mean, log_std, threads=1, max_workspace_bytes=1)
+    finally:
+        _ops.ALWAYS = old
+    with pytest.raises(TypeError, match="libmas.align_gaussian: max_workspace_bytes"):
+        libmas.align_gaussian(z, mean, log_std, max_workspace_bytes=2.5)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_forced_align_budgets_equal_unbounded(rng, dtype):
     for _ in range(3):

@@ -161,13 +161,16 @@ PyObject *mas_py_fused(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
 }
 
 /* fused_workspace_size(soft, cuda, x, means, spread, spread_kind, x_len,
- * y_len, threads) -> bytes (0 for a call the library would reject). */
+ * y_len, threads[, minimum]) -> bytes (0 for a call the library would
+ * reject); minimum true: the smallest a hard CPU call takes (long-form). */
 PyObject *mas_py_fused_workspace_size(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    if (nargs != 9) {
-        PyErr_SetString(PyExc_TypeError, "fused_workspace_size expects 9 arguments");
+    if (nargs != 9 && nargs != 10) {
+        PyErr_SetString(PyExc_TypeError, "fused_workspace_size expects 9 or 10 arguments");
         return NULL;
     }
+    int minimum = nargs == 10 ? PyObject_IsTrue(args[9]) : 0;
+    if (minimum < 0) return NULL;
     int soft = PyObject_IsTrue(args[0]), cuda = PyObject_IsTrue(args[1]);
     long kind = PyLong_AsLong(args[5]), threads = PyLong_AsLong(args[8]);
     if (soft < 0 || cuda < 0 || PyErr_Occurred()) return NULL;
@@ -180,8 +183,9 @@ PyObject *mas_py_fused_workspace_size(PyObject *self, PyObject *const *args, Py_
     }
     size_t n = soft ? (cuda ? mas_forward_sum_gaussian_cuda_workspace_size(&c.args)
                             : mas_forward_sum_gaussian_cpu_workspace_size(&c.args, (int32_t)threads))
-                    : (cuda ? mas_align_gaussian_cuda_workspace_size(&c.args)
-                            : mas_align_gaussian_cpu_workspace_size(&c.args, (int32_t)threads));
+                    : cuda ? mas_align_gaussian_cuda_workspace_size(&c.args)
+                    : minimum ? mas_align_gaussian_cpu_min_workspace_size(&c.args, (int32_t)threads)
+                              : mas_align_gaussian_cpu_workspace_size(&c.args, (int32_t)threads);
     mas_py_array_release_all(c.a, F_COUNT);
     return PyLong_FromSize_t(n);
 }

@@ -78,7 +78,7 @@ static PyMethodDef methods[] = {
      "workspace, how, error_word) -> (status, item)"},
     {"fused_workspace_size", (PyCFunction)(void (*)(void))mas_py_fused_workspace_size,
      METH_FASTCALL, "fused_workspace_size(soft, cuda, x, means, spread, spread_kind, x_len, "
-     "y_len, threads) -> bytes"},
+     "y_len, threads[, minimum]) -> bytes"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "libmas._C",
