@@ -221,6 +221,10 @@ static void run_item(void *ctx, int64_t b, int32_t rank) {
             bad |= dp_sweep(&q, 0, X, t0, t1, column, edge);
         }
         log_z = soft_load(column, p->accum, X - 1);
+        /* No NaN or +inf cell was read, so a NaN is the accumulator's
+         * overflow (+inf meeting a -inf cell): +inf, as mas_forward_sum_cpu
+         * (mas.h section 5; found by fuzz_fused) */
+        if (!bad && log_z != log_z) log_z = INFINITY;
         if (bad) st = MAS_ERR_NONFINITE_VALUE;
         else if (log_z == -INFINITY) st = MAS_ERR_NO_FINITE_PATH;
     }

@@ -12,7 +12,9 @@ static int isa_level(void) {
     return lanes >= 64 ? 2 : lanes >= 32 ? 1 : 0;
 }
 
-/* A coef descriptor (data is only a non-NULL marker for the checks). */
+/* A coef descriptor (data is only a non-NULL marker for the checks). The
+ * checks see any shape, so rows * tokens may overflow there: stride 0 then
+ * (fg_coefficients only runs on coefficients that fit a workspace). */
 static mas_tensor3 coef_view(const fg_plan *p, void *data) {
     mas_tensor3 c;
     memset(&c, 0, sizeof c);
@@ -21,7 +23,7 @@ static mas_tensor3 coef_view(const fg_plan *p, void *data) {
     c.dim[0] = p->model_batch;
     c.dim[1] = p->rows;
     c.dim[2] = p->tokens;
-    c.stride[0] = p->rows * p->tokens;
+    if (__builtin_mul_overflow(p->rows, p->tokens, &c.stride[0])) c.stride[0] = 0;
     c.stride[1] = p->tokens;
     c.stride[2] = 1;
     return c;

@@ -225,9 +225,74 @@ static void thin_band_attention(void) {
     }
 }
 
+/* fuzz_fused finding 1: the fused ops' argument checks with a huge token
+ * axis (T = 2^63-1: legal dims, the call must refuse any workspace):
+ * rows * tokens of the coefficient view in fg_plan_call overflowed (UBSan:
+ * signed overflow). Now SIZE_MAX and MAS_ERR_WORKSPACE_TOO_SMALL. */
+static void fused_huge_tokens(void) {
+    float z[8] = {0}, mu[4] = {0, 0, 0, 0}, sp[4] = {1, 1, 1, 1}, score = 0, lz = 0;
+    int64_t x = 1, y = 2;
+    mas_gauss_align_args a;
+    memset(&a, 0, sizeof a);
+    a.x = (mas_tensor3){z, MAS_FLOAT32, 0, {1, 2, 4}, {8, 4, 1}};
+    a.params.means = (mas_tensor3){mu, MAS_FLOAT32, 0, {1, INT64_MAX, 4}, {0, 0, 1}};
+    a.params.spread = (mas_tensor3){sp, MAS_FLOAT32, 0, {1, INT64_MAX, 4}, {0, 0, 1}};
+    a.params.spread_kind = MAS_SPREAD_VARIANCE;
+    a.x_len = &x;
+    a.y_len = &y;
+    CHECK(mas_align_gaussian_cpu_workspace_size(&a, 1) == SIZE_MAX, "align workspace");
+    CHECK(mas_forward_sum_gaussian_cpu_workspace_size(&a, 1) == SIZE_MAX, "forward-sum workspace");
+    static unsigned char ws[1 << 16];
+    mas_hard_outputs out;
+    memset(&out, 0, sizeof out);
+    out.score = &score;
+    mas_status st = mas_align_gaussian_cpu(&a, &out, ws, sizeof ws, 1, NULL);
+    CHECK(st == MAS_ERR_WORKSPACE_TOO_SMALL, "align on T = 2^63-1: %d", (int)st);
+    mas_gauss_soft_outputs so;
+    memset(&so, 0, sizeof so);
+    so.log_z = &lz;
+    st = mas_forward_sum_gaussian_cpu(&a, &so, ws, sizeof ws, 1, NULL);
+    CHECK(st == MAS_ERR_WORKSPACE_TOO_SMALL, "forward-sum on T = 2^63-1: %d", (int)st);
+}
+
+/* fuzz_fused finding 2: the fused forward-sum in float32 with a sum past
+ * FLT_MAX meeting a -inf cell (a frame of +inf under a negative mean)
+ * returned MAS_OK with log_z = NaN; mas_forward_sum_cpu on the same cells
+ * gives +inf (mas.h section 5), and section 8 promises its bits. */
+static void fused_overflow_log_z(void) {
+    float z[3] = {0, 0, INFINITY}, mu[1] = {-1}, var[1] = {1}, lw[1] = {3e38f};
+    float lz = 0, gx[3];
+    int64_t x = 1, y = 3;
+    mas_gauss_align_args a;
+    memset(&a, 0, sizeof a);
+    a.x = (mas_tensor3){z, MAS_FLOAT32, 0, {1, 3, 1}, {3, 1, 1}};
+    a.params.means = (mas_tensor3){mu, MAS_FLOAT32, 0, {1, 1, 1}, {1, 1, 1}};
+    a.params.spread = (mas_tensor3){var, MAS_FLOAT32, 0, {1, 1, 1}, {1, 1, 1}};
+    a.params.log_weights = (mas_tensor3){lw, MAS_FLOAT32, 0, {1, 1, 1}, {1, 1, 1}};
+    a.params.spread_kind = MAS_SPREAD_VARIANCE;
+    a.x_len = &x;
+    a.y_len = &y;
+    mas_gauss_soft_outputs so;
+    memset(&so, 0, sizeof so);
+    so.log_z = &lz;
+    size_t n = mas_forward_sum_gaussian_cpu_workspace_size(&a, 1);
+    void *ws = malloc(n);
+    mas_status st = mas_forward_sum_gaussian_cpu(&a, &so, ws, n, 1, NULL);
+    CHECK(st == MAS_OK && lz == INFINITY, "fused forward-sum: status %d log_z %g", (int)st,
+          (double)lz);
+    /* with a gradient (its values unspecified then) */
+    so.grad_x = (mas_tensor3){gx, MAS_FLOAT32, 0, {1, 3, 1}, {3, 1, 1}};
+    lz = 0;
+    st = mas_forward_sum_gaussian_cpu(&a, &so, ws, n, 1, NULL);
+    CHECK(st == MAS_OK && lz == INFINITY, "with grad_x: status %d log_z %g", (int)st, (double)lz);
+    free(ws);
+}
+
 int main(void) {
     huge_workspace();
     thin_band_attention();
+    fused_huge_tokens();
+    fused_overflow_log_z();
     overflow_log_z();
     huge_topology();
     huge_loglik_workspace();

@@ -14,7 +14,7 @@ import os
 import random
 
 TARGETS = ["fuzz_hard", "fuzz_forward_sum", "fuzz_attention_forward",
-           "fuzz_attention_backward", "fuzz_likelihood", "fuzz_topology"]
+           "fuzz_attention_backward", "fuzz_likelihood", "fuzz_topology", "fuzz_fused"]
 
 # First bytes of the decoder: three dims, the dtype, the thread count.
 DIM_BYTES = [0, 1, 3, 7, 11, 15, 199, 205, 216, 221, 230, 245, 255]
@@ -45,6 +45,16 @@ def seed(rng, target):
                                rng.choice([0, 1, 2, 241, 250]), rng.randrange(256),
                                rng.randrange(256), rng.choice([0, 0, 0, 221, 226, 231, 236,
                                                                241, 246, 251])]
+    elif target == "fuzz_fused":
+        # B, T, S, J; x dtype; threads; op (bit 0 soft, bits 1-4 outputs);
+        # params dtype (< 128 as x); spread kind (< 110 variance, < 250
+        # log-std); model (bit 0 shared, 1 log weights, 4 moderate values);
+        # a mismatch or NULL (>= 200, % 16 picks it)
+        # (mostly valid calls: the argument errors are a byte away)
+        head = dims(rng, 4) + [rng.choice([0, 1, 2, 3, 0, 1, 250]), rng.choice(THREAD_BYTES),
+                               rng.randrange(256), rng.choice([0, 0, 0, 130, 200, 251]),
+                               rng.choice([0, 120, 120, 0, 250]), rng.randrange(256),
+                               0 if rng.random() < 0.75 else rng.randrange(200, 216)]
     else:
         head = dims(rng, 3) + [rng.choice(DTYPE_BYTES), rng.choice(THREAD_BYTES)]
     tail = bytes(rng.randrange(256) for _ in range(rng.randrange(0, 24)))
