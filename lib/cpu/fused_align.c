@@ -15,6 +15,7 @@
 #include "cpu/hard_outputs.h"
 #include "cpu/longform.h"
 #include "cpu/parallel.h"
+#include "cpu/soft_common.h"
 #include "mas.h"
 
 typedef struct fa_layout {
@@ -55,20 +56,6 @@ static size_t longform_bytes(const void *ctx, int64_t K) {
     return longform_layout((const fg_plan *)ctx, K).total;
 }
 
-/* Bytes of the call that are not a worker's: alignment slack, the
- * coefficients, statuses. */
-static size_t shared_bytes(const fg_plan *p) {
-    return MAS_CACHE_LINE + p->coef_bytes +
-           MAS_ALIGN_UP((size_t)p->batch * sizeof(int32_t), MAS_CACHE_LINE);
-}
-
-static int32_t team_of(int64_t batch, int32_t threads) {
-    int64_t n = mas_thread_count(threads);
-    if (n > 256) n = 256;
-    if (n > batch) n = batch;
-    return n < 1 ? 1 : (int32_t)n;
-}
-
 size_t mas_align_gaussian_cpu_workspace_size(const mas_gauss_align_args *args,
                                              int32_t threads) {
     fg_plan p;
@@ -77,7 +64,7 @@ size_t mas_align_gaussian_cpu_workspace_size(const mas_gauss_align_args *args,
         mas_shape_too_big(p.batch, p.tokens + p.frames, p.rows))
         return SIZE_MAX;
     fa_layout w = layout_for(&p);
-    return shared_bytes(&p) + (size_t)team_of(p.batch, threads) * w.total;
+    return fg_shared_bytes(&p) + (size_t)soft_team(p.batch, threads) * w.total;
 }
 
 size_t mas_align_gaussian_cpu_min_workspace_size(const mas_gauss_align_args *args,
@@ -86,7 +73,7 @@ size_t mas_align_gaussian_cpu_min_workspace_size(const mas_gauss_align_args *arg
     if (full == 0 || full == SIZE_MAX) return full;
     fg_plan p;
     fg_plan_call(args, &p);
-    size_t one = lf_min_bytes(p.frames, longform_bytes, &p), shared = shared_bytes(&p);
+    size_t one = lf_min_bytes(p.frames, longform_bytes, &p), shared = fg_shared_bytes(&p);
     size_t lf = one > SIZE_MAX - shared ? SIZE_MAX : one + shared;
     return lf < full ? lf : full;
 }
@@ -96,12 +83,12 @@ size_t mas_align_gaussian_cpu_min_workspace_size(const mas_gauss_align_args *arg
  * the longest segments their share holds. 0 when one worker does not fit. */
 static int plan_longform(const fg_plan *p, int32_t threads, size_t size, int32_t *team,
                          fa_layout *w) {
-    size_t shared = shared_bytes(p);
+    size_t shared = fg_shared_bytes(p);
     if (size <= shared) return 0;
     size_t avail = size - shared;
     size_t one = lf_min_bytes(p->frames, longform_bytes, p);
     if (one == 0 || one > avail) return 0;
-    int64_t n = team_of(p->batch, threads);
+    int64_t n = soft_team(p->batch, threads);
     if ((size_t)n > avail / one) n = (int64_t)(avail / one);
     int64_t K = lf_pick_steps(p->frames, avail / (size_t)n, longform_bytes, p);
     if (K == 0) return 0;
@@ -119,31 +106,6 @@ typedef struct fa_call {
     fa_layout w;
     int32_t *status;
 } fa_call;
-
-static void fill_real(void *dst, int32_t accum, int64_t n, double x) {
-    if (accum == MAS_FLOAT64)
-        for (int64_t i = 0; i < n; i++) ((double *)dst)[i] = x;
-    else
-        for (int64_t i = 0; i < n; i++) ((float *)dst)[i] = (float)x;
-}
-
-static double read_real(const void *v, int32_t accum, int64_t i) {
-    return accum == MAS_FLOAT64 ? ((const double *)v)[i] : (double)((const float *)v)[i];
-}
-
-/* Long-form backtrack of one segment (lf_backtrack's visit). */
-typedef struct fa_walk {
-    const uint8_t *decisions;
-    int64_t lanes, seg_steps, i;
-    int32_t *durations, *indices;
-} fa_walk;
-
-static int64_t walk_segment(void *ctx, int64_t t0, int64_t t1) {
-    fa_walk *w = (fa_walk *)ctx;
-    hard_backtrack(w->decisions, w->lanes, t0, w->seg_steps, t0, t1, &w->i, w->durations,
-                   w->indices);
-    return w->i;
-}
 
 static void run_item(void *ctx, int64_t b, int32_t rank) {
     fa_call *c = (fa_call *)ctx;
@@ -188,21 +150,21 @@ static void run_item(void *ctx, int64_t b, int32_t rank) {
                 .checkpoint_stride = c->w.column,
             };
             bad = lf_forward(&r);
-            score = read_real(column, p->accum, X - 1);
+            score = soft_load(column, p->accum, X - 1);
             if (!bad && score > -INFINITY) {
                 const mas_hard_outputs *out = c->out;
-                fa_walk walk = {decisions, lanes, c->w.seg_steps, X - 1, scratch,
+                hard_segment_walk walk = {decisions, lanes, c->w.seg_steps, X - 1, scratch,
                                 out->indices ? out->indices + b * out->indices_stride : NULL};
                 memset(scratch, 0, (size_t)p->tokens * sizeof *scratch);
-                lf_backtrack(&r, X - 1, walk_segment, &walk);
+                lf_backtrack(&r, X - 1, hard_walk_segment, &walk);
                 backtracked = 1;
             }
         } else {
-            fill_real(column, p->accum, MAS_ALIGN_UP(X, lanes), -INFINITY);
-            fill_real(edge, p->accum, Y, -INFINITY);
-            fill_real(edge, p->accum, 1, 0.0); /* the virtual start */
+            soft_fill(column, p->accum, MAS_ALIGN_UP(X, lanes), -INFINITY);
+            soft_fill(edge, p->accum, Y, -INFINITY);
+            soft_fill(edge, p->accum, 1, 0.0); /* the virtual start */
             bad = dp_sweep(&q, 0, X, 0, Y, column, edge);
-            score = read_real(column, p->accum, X - 1);
+            score = soft_load(column, p->accum, X - 1);
         }
         if (bad) st = MAS_ERR_NONFINITE_VALUE;
         else if (score == -INFINITY) st = MAS_ERR_NO_FINITE_PATH;
@@ -238,7 +200,7 @@ mas_status mas_align_gaussian_cpu(const mas_gauss_align_args *args,
     }
     if (st == MAS_OK && !workspace) st = MAS_ERR_NULL_POINTER;
     size_t full = st == MAS_OK ? mas_align_gaussian_cpu_workspace_size(args, threads) : 0;
-    int32_t team = team_of(p.batch, threads);
+    int32_t team = soft_team(p.batch, threads);
     fa_layout w;
     memset(&w, 0, sizeof w);
     if (st == MAS_OK && full == SIZE_MAX) st = MAS_ERR_WORKSPACE_TOO_SMALL;

@@ -60,13 +60,6 @@ static ff_layout layout_for(const fg_plan *p) {
     return w;
 }
 
-static int32_t team_of(int64_t batch, int32_t threads) {
-    int64_t n = mas_thread_count(threads);
-    if (n > 256) n = 256;
-    if (n > batch) n = batch;
-    return n < 1 ? 1 : (int32_t)n;
-}
-
 size_t mas_forward_sum_gaussian_cpu_workspace_size(const mas_gauss_align_args *args,
                                                    int32_t threads) {
     fg_plan p;
@@ -75,8 +68,7 @@ size_t mas_forward_sum_gaussian_cpu_workspace_size(const mas_gauss_align_args *a
         mas_shape_too_big(p.batch, p.tokens + p.frames, p.rows))
         return SIZE_MAX;
     ff_layout w = layout_for(&p);
-    return MAS_CACHE_LINE + p.coef_bytes + (size_t)team_of(p.batch, threads) * w.total +
-           up((size_t)p.batch * sizeof(int32_t));
+    return fg_shared_bytes(&p) + (size_t)soft_team(p.batch, threads) * w.total;
 }
 
 typedef struct ff_call {
@@ -310,7 +302,7 @@ mas_status mas_forward_sum_gaussian_cpu(const mas_gauss_align_args *args,
     uint8_t *ws = (uint8_t *)MAS_ALIGN_UP((uintptr_t)workspace, MAS_CACHE_LINE);
     st = fg_coefficients(&p, ws, threads, err);
     if (st != MAS_OK) return st;
-    int32_t team = team_of(p.batch, threads);
+    int32_t team = soft_team(p.batch, threads);
     ff_call c;
     memset(&c, 0, sizeof c);
     c.p = &p;

@@ -112,6 +112,10 @@ void fg_prepare(const fg_plan *p, const void *coef, int64_t b, int64_t X, int64_
     src->ctx = item;
 }
 
+size_t fg_shared_bytes(const fg_plan *p) {
+    return MAS_CACHE_LINE + p->coef_bytes + up((size_t)p->batch * sizeof(int32_t));
+}
+
 mas_status fg_check_lengths(int64_t X, int64_t Y, int64_t T, int64_t S) {
     if (X < 1 || Y < 1 || X > T || Y > S) return MAS_ERR_BAD_LENGTH;
     if (X > Y) return MAS_ERR_X_LEN_GT_Y_LEN;

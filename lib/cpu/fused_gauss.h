@@ -41,6 +41,10 @@ mas_status fg_coefficients(const fg_plan *plan, void *coef, int32_t threads, mas
 void fg_prepare(const fg_plan *plan, const void *coef, int64_t b, int64_t X, int64_t Y,
                 int reversed, void *e, void *cp, gc_item *item, dp_cell_source *src);
 
+/* Bytes of a fused call that are not a worker's: alignment slack, the
+ * coefficients (first), the item statuses (after the workers). */
+size_t fg_shared_bytes(const fg_plan *plan);
+
 /* Lengths of one item against the shape (the hard-MAS rules). */
 mas_status fg_check_lengths(int64_t X, int64_t Y, int64_t T, int64_t S);
 

@@ -312,20 +312,6 @@ static void run_item(hard_call *c, int64_t b, int32_t rank) {
     finish_item(c, b, bad, read_real(column, c->accum, p.n_states - 1), decisions, scratch);
 }
 
-/* Long-form backtrack of one segment (lf_backtrack's visit). */
-typedef struct lf_walk {
-    const uint8_t *decisions;
-    int64_t lanes, seg_steps, i;
-    int32_t *durations, *indices;
-} lf_walk;
-
-static int64_t walk_segment(void *ctx, int64_t t0, int64_t t1) {
-    lf_walk *w = (lf_walk *)ctx;
-    hard_backtrack(w->decisions, w->lanes, t0, w->seg_steps, t0, t1, &w->i, w->durations,
-                   w->indices);
-    return w->i;
-}
-
 /* One thread, one item, within a budget: checkpointed (longform.h). */
 static void run_item_longform(hard_call *c, int64_t b, int32_t rank) {
     uint8_t *base = worker_base(c, rank);
@@ -360,10 +346,10 @@ static void run_item_longform(hard_call *c, int64_t b, int32_t rank) {
     }
     c->item_status[b] = MAS_OK;
     const mas_hard_outputs *out = c->out;
-    lf_walk walk = {decisions, lanes, c->w.seg_steps, p.n_states - 1, scratch,
+    hard_segment_walk walk = {decisions, lanes, c->w.seg_steps, p.n_states - 1, scratch,
                     out->indices ? out->indices + b * out->indices_stride : NULL};
     memset(scratch, 0, (size_t)T * sizeof *scratch);
-    lf_backtrack(&r, p.n_states - 1, walk_segment, &walk);
+    lf_backtrack(&r, p.n_states - 1, hard_walk_segment, &walk);
     hard_item_outputs o = {
         .n_tokens = p.n_states,
         .n_frames = p.n_steps,

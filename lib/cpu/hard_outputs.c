@@ -107,3 +107,10 @@ void hard_write_outputs(const mas_tensor3 *value, const mas_hard_outputs *out, i
     }
     if (out->path.data) write_path(&out->path, b, dur, o->n_tokens);
 }
+
+int64_t hard_walk_segment(void *ctx, int64_t t0, int64_t t1) {
+    hard_segment_walk *w = (hard_segment_walk *)ctx;
+    hard_backtrack(w->decisions, w->lanes, t0, w->seg_steps, t0, t1, &w->i, w->durations,
+                   w->indices);
+    return w->i;
+}

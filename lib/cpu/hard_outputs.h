@@ -29,6 +29,18 @@ void hard_backtrack(const uint8_t *decisions, int64_t lanes, int64_t dec_t0, int
                     int64_t j_lo, int64_t j_hi, int64_t *i, int32_t *durations,
                     int32_t *indices);
 
+/* The long-form backtrack's walk of one item (lf_backtrack's visit, see
+ * longform.h): hard_backtrack over each segment's bits in turn. */
+typedef struct hard_segment_walk {
+    const uint8_t *decisions;
+    int64_t lanes, seg_steps, i; /* i: the token the walk is on */
+    int32_t *durations, *indices;
+} hard_segment_walk;
+
+/* lf_backtrack's visit with a hard_segment_walk context: walks frames
+ * [t0, t1) and returns the token at frame t0 - 1. */
+int64_t hard_walk_segment(void *ctx, int64_t t0, int64_t t1);
+
 /* Writes every requested output of item b (path in full, zeros outside). */
 void hard_write_outputs(const mas_tensor3 *value, const mas_hard_outputs *out, int64_t b,
                         const hard_item_outputs *o);
