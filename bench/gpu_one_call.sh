@@ -2,10 +2,16 @@
 # Everything a change needs on the GPU machine in one call, with one build:
 # libmas + the Python module (CMake, -DSKBUILD=ON, no pip), then in order of
 # importance, each step logged to $OUT (or build-gpu-one/logs) as it ends:
-#   1. test_topology_cuda --small   (CUDA topologies against the CPU)
+#   1. the CUDA test programs $CUDA_TESTS with --small (default
+#      test_topology_cuda), then $SANITIZE_TESTS (default none) under
+#      compute-sanitizer memcheck and racecheck, then $BENCHES (default none)
 #   2. the fuzz corpus through the CUDA entry points under memcheck
 #      (tests/fuzz/replay_cuda.cu; --max-files $REPLAY_FILES per target)
 #   3. pytest of the GPU-relevant Python files ($PYTESTS) on the built module
+#   4. with MAS_CALLS=1: `python -m libmas bench --device cuda --calls` and
+#      bench/profile_calls.py (host time of each piece of a call)
+#   5. with PROFILE_SMALL=1: bench/profile_small.sh (ncu of hard_small)
+# CUDA_TESTS="" runs none; REPLAY_FILES=0 skips the replay.
 # Usage: bench/gpu_one_call.sh      Exit: non-zero when a step failed.
 set -u -o pipefail
 cd "$(dirname "$0")/.."
@@ -36,24 +42,44 @@ for t in hard forward_sum attention_forward attention_backward likelihood topolo
     -c "tests/fuzz/fuzz_$t.c" -o "$B/replay/fuzz_$t.o" &
   objs+=("$B/replay/fuzz_$t.o")
 done
-nvcc -std=c++17 -O2 -arch=sm_"$ARCH" -Iinclude -Ilib -Itests/c tests/cuda/test_topology_cuda.cu \
-  "$LIB" -lm -lpthread -o "$B/test_topology_cuda" >"$LOGS/nvcc_test.log" 2>&1 &
+CUDA_TESTS=${CUDA_TESTS-test_topology_cuda}
+for t in $CUDA_TESTS ${SANITIZE_TESTS:-} ${BENCHES:-}; do
+  nvcc -std=c++17 -O2 -arch=sm_"$ARCH" -Iinclude -Ilib -Itests/c \
+    "tests/cuda/$t.cu" "$LIB" -lm -lpthread -o "$B/$t" >"$LOGS/nvcc_$t.log" 2>&1 &
+done
 wait
 nvcc -std=c++17 -O1 -g -arch=sm_"$ARCH" -Iinclude -Ilib -Itests/fuzz tests/fuzz/replay_cuda.cu \
   "${objs[@]}" "$LIB" -lm -lpthread -o "$B/replay/replay_cuda" >"$LOGS/nvcc_replay.log" 2>&1 ||
   { cat "$LOGS/nvcc_replay.log"; fail=1; }
 
-step "1. test_topology_cuda --small"
-if [ -x "$B/test_topology_cuda" ]; then
-  timeout 120 "$B/test_topology_cuda" --small >"$LOGS/test_topology_cuda.log" 2>&1 || fail=1
-  tail -4 "$LOGS/test_topology_cuda.log" | tee -a "$LOGS/summary.log"
-else
-  cat "$LOGS/nvcc_test.log"; fail=1
-fi
+for t in $CUDA_TESTS; do
+  step "1. $t --small"
+  if [ -x "$B/$t" ]; then
+    timeout 300 stdbuf -oL "$B/$t" --small >"$LOGS/$t.log" 2>&1 || fail=1
+    grep -E "FAIL|failed" "$LOGS/$t.log" | head -20 | tee -a "$LOGS/summary.log"
+    tail -2 "$LOGS/$t.log" | tee -a "$LOGS/summary.log"
+  else
+    cat "$LOGS/nvcc_$t.log"; fail=1
+  fi
+done
+for t in ${BENCHES:-}; do
+  step "1b. $t"
+  timeout 300 "$B/$t" ${BENCH_ARGS:-} >"$LOGS/$t.log" 2>&1 || fail=1
+  grep -E "^\|" "$LOGS/$t.log" | tee -a "$LOGS/summary.log"
+done
 
+for t in ${SANITIZE_TESTS:-}; do
+  for tool in memcheck racecheck; do
+    step "1c. compute-sanitizer --tool $tool $t 7 --small"
+    timeout 400 compute-sanitizer --tool $tool --error-exitcode 9 --print-limit 20 "$B/$t" 7 --small \
+      >"$LOGS/sanitize-$tool-$t.log" 2>&1 || fail=1
+    grep -E "ERROR SUMMARY|RACECHECK SUMMARY|checks" "$LOGS/sanitize-$tool-$t.log" | tail -3 |
+      tee -a "$LOGS/summary.log"
+  done
+done
 step "2. fuzz corpus replay under compute-sanitizer memcheck"
 [ -d tests/fuzz/corpus/fuzz_topology ] || python3 tests/fuzz/make_corpus.py >/dev/null
-if [ -x "$B/replay/replay_cuda" ]; then
+if [ "${REPLAY_FILES:-64}" != 0 ] && [ -x "$B/replay/replay_cuda" ]; then
   timeout 240 compute-sanitizer --tool memcheck --error-exitcode 3 --print-limit 20 \
     "$B/replay/replay_cuda" --max-files "${REPLAY_FILES:-64}" tests/fuzz/corpus \
     >"$LOGS/replay.log" 2>&1 || fail=1
@@ -71,6 +97,23 @@ for f in ${PYTESTS:-tests/python/test_fused.py tests/python/test_longform.py tes
 done
 (cd /tmp && PYTHONPATH="$R/$PKG" timeout 200 python3 -m pytest -q -x -p no:cacheprovider \
   "${files[@]}") >"$LOGS/pytest.log" 2>&1 || fail=1
-tail -6 "$LOGS/pytest.log" | tee -a "$LOGS/summary.log"
+if grep -q "failed" "$LOGS/pytest.log"; then
+  grep -E "^E |^[^ ]*\.py:[0-9]+: |^FAILED|seed" "$LOGS/pytest.log" | head -40 | tee -a "$LOGS/summary.log"
+fi
+tail -3 "$LOGS/pytest.log" | tee -a "$LOGS/summary.log"
+if [ "${MAS_CALLS:-0}" = 1 ]; then
+  step "4. bench --calls and profile_calls"
+  (cd /tmp && PYTHONPATH="$R/$PKG" timeout 300 python3 -m libmas bench --device cuda --calls) \
+    >"$LOGS/calls.log" 2>&1 || fail=1
+  grep -E "^\|" "$LOGS/calls.log" | tee -a "$LOGS/summary.log"
+  (cd /tmp && PYTHONPATH="$R/$PKG" timeout 120 python3 "$R/bench/profile_calls.py" --calls 1000) \
+    >"$LOGS/profile_calls.log" 2>&1 || fail=1
+fi
+if [ "${PROFILE_SMALL:-0}" = 1 ]; then
+  step "5. ncu of hard_small (bench/profile_small.sh)"
+  nvcc -std=c++17 -O2 -lineinfo -arch=sm_"$ARCH" -Iinclude -Ilib -Itests/c tests/cuda/bench_hard_cuda.cu \
+    "$LIB" -lm -lpthread -o "$B/bench_hard_cuda" >"$LOGS/nvcc_bench_profile.log" 2>&1 &&
+    OUT="$LOGS/profile" bash bench/profile_small.sh "$B" 2>&1 | tee -a "$LOGS/summary.log" || fail=1
+fi
 step "done, status $fail"
 exit $fail

@@ -229,6 +229,25 @@ mas_status mas_hard_cuda(const mas_tensor3 *value, const int64_t *x_len,
                          void *workspace, size_t workspace_size, void *stream,
                          uint64_t *error_word);
 
+/* Bytes of device workspace mas_hard_cuda_mask needs: mas_hard_cuda's plus
+ * room for the lengths it counts. */
+size_t mas_hard_cuda_mask_workspace_size(int64_t batch, int64_t tokens, int64_t frames,
+                                         mas_dtype dtype);
+
+/* mas_hard_cuda with the lengths read from a Glow-TTS mask by the kernels
+ * themselves (no reduction launched by the caller): x_len[b] is the number
+ * of non-zero entries of mask[b, :, 0] and y_len[b] of mask[b, 0, :] (for a
+ * 0/1 prefix mask, Glow-TTS's mask.sum(1)[:, 0] and mask.sum(2)[:, 0];
+ * for any other mask, exactly that count, whatever the other entries hold;
+ * float -0.0 counts as zero, NaN as non-zero). mask: device memory, the
+ * value's dims, any mas_dtype, any strides. Length errors (a count of 0, or
+ * x_len > y_len) are item errors in *error_word as for mas_hard_cuda.
+ * Returns as mas_hard_cuda; MAS_ERR_BAD_SHAPE when mask's dims differ from
+ * value's. */
+mas_status mas_hard_cuda_mask(const mas_tensor3 *value, const mas_tensor3 *mask,
+                              const mas_hard_outputs *out, void *workspace,
+                              size_t workspace_size, void *stream, uint64_t *error_word);
+
 /* ===================================================================== */
 /* 5. Experimental API: soft alignment (log semiring)                    */
 /* ===================================================================== */

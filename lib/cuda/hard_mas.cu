@@ -13,7 +13,9 @@
 #include "cuda/hard_backtrack.cuh"
 #include "cuda/hard_common.cuh"
 #include "cuda/hard_forward.cuh"
+#include "cuda/hard_mask.cuh"
 #include "cuda/hard_path.cuh"
+#include "cuda/hard_small.cuh"
 #include "mas.h"
 
 using namespace mas_cuda;
@@ -123,9 +125,9 @@ int ceil_log2(int64_t x) {
     return s;
 }
 
-mas_status launch_path(const mas_tensor3 *path, int64_t B, int64_t T, int64_t S,
-                       const int32_t *frame_token, const int32_t *run_begin,
-                       const int32_t *run_end, const Device &dev, cudaStream_t stream) {
+/* The dense path's plan: rows along the more contiguous axis, the threads
+ * of a row (a power of two) from its length in 16-byte units. */
+PathArgs make_path_args(const mas_tensor3 *path, int64_t B, int64_t T, int64_t S) {
     const int64_t es = (int64_t)mas_dtype_size((mas_dtype)path->dtype);
     PathArgs p;
     p.data = (unsigned char *)path->data;
@@ -136,9 +138,8 @@ mas_status launch_path(const mas_tensor3 *path, int64_t B, int64_t T, int64_t S,
     p.T = T;
     p.S = S;
     p.one = one_bits(path->dtype);
-    p.frame_token = frame_token;
-    p.run_begin = run_begin;
-    p.run_end = run_end;
+    p.frame_token = p.run_begin = p.run_end = nullptr;
+    p.es = (int)es;
     int64_t a1 = p.s1 < 0 ? -p.s1 : p.s1, a2 = p.s2 < 0 ? -p.s2 : p.s2;
     /* Rows along the more contiguous axis (frames on a tie, as on the CPU). */
     p.rows_over_frames = S == 1 ? 0 : (T == 1 ? 1 : a2 <= a1);
@@ -150,13 +151,23 @@ mas_status launch_path(const mas_tensor3 *path, int64_t B, int64_t T, int64_t S,
     int shift = ceil_log2(units);
     if (shift > 8) shift = 8;
     p.group_shift = shift;
+    return p;
+}
+
+mas_status launch_path(const mas_tensor3 *path, int64_t B, int64_t T, int64_t S,
+                       const int32_t *frame_token, const int32_t *run_begin,
+                       const int32_t *run_end, const Device &dev, cudaStream_t stream) {
+    PathArgs p = make_path_args(path, B, T, S);
+    p.frame_token = frame_token;
+    p.run_begin = run_begin;
+    p.run_end = run_end;
     const int threads = 256;
     int64_t rows = B * (p.rows_over_frames ? T : S);
-    int64_t rows_per_block = threads >> shift;
+    int64_t rows_per_block = threads >> p.group_shift;
     int64_t blocks = (rows + rows_per_block - 1) / rows_per_block;
     int64_t cap = (int64_t)dev.sms * 8;
     if (blocks > cap) blocks = cap;
-    switch (es) {
+    switch (p.es) {
     case 1: hard_path<1><<<(unsigned)blocks, threads, 0, stream>>>(p); break;
     case 2: hard_path<2><<<(unsigned)blocks, threads, 0, stream>>>(p); break;
     case 4: hard_path<4><<<(unsigned)blocks, threads, 0, stream>>>(p); break;
@@ -165,35 +176,145 @@ mas_status launch_path(const mas_tensor3 *path, int64_t B, int64_t T, int64_t S,
     return MAS_OK;
 }
 
-} // namespace
+/* ---- one block an item (hard_small.cuh) ---- */
 
-extern "C" int32_t mas_has_cuda(void) { return 1; }
+/* Largest dense path of one item the one-block kernel writes itself. */
+constexpr size_t kSmallPathBytes = 128 * 1024;
 
-extern "C" size_t mas_hard_cuda_workspace_size(int64_t batch, int64_t tokens, int64_t frames,
-                                               mas_dtype dtype) {
-    if (batch < 1 || tokens < 1 || frames < 1 || !mas_is_float_dtype(dtype)) return 0;
-    return hard_layout(batch, tokens, frames, dtype).total;
+/* Shared memory the one-block kernel needs for this shape, 0 when it cannot
+ * run it (layout, size); warps: its sweep warps. */
+size_t small_plan(int64_t T, int64_t S, int mode, mas_dtype dtype, const Device &dev, int *warps) {
+    if (mode == LOAD_ANY || T < 1 || S < 1 || S > (1 << 24)) return 0;
+    const int64_t w = (T + kSmallRows - 1) / kSmallRows;
+    if (w > kSmallMaxWarps) return 0;
+    const int es = (int)mas_dtype_size(dtype), acc = dtype == MAS_FLOAT64 ? 8 : 4;
+    const SmallSmem L = small_smem((int)w, S, (int)((S + 31) / 32), es, acc);
+    /* the static shared variables and the driver's reserve */
+    if (L.total + 1024 > (size_t)dev.smem_optin) return 0;
+    *warps = (int)w;
+    return L.total;
 }
 
-extern "C" mas_status mas_hard_cuda(const mas_tensor3 *value, const int64_t *x_len,
-                                    const int64_t *y_len, const mas_hard_outputs *out,
-                                    void *workspace, size_t workspace_size, void *stream,
-                                    uint64_t *error_word) {
-    mas_status st = mas_hard_check_call(value, x_len, y_len, out);
-    if (st == MAS_OK && !workspace) st = MAS_ERR_NULL_POINTER;
+template <typename TV, bool FRAME_ROWS>
+mas_status launch_small(const SmallArgs &sa, int64_t B, size_t smem, const Device &dev,
+                        cudaStream_t stream) {
+    static KernelCache cache;
+    auto kernel = hard_small<TV, FRAME_ROWS>;
+    mas_status st = ensure_smem(cache, kernel, dev, smem);
     if (st != MAS_OK) return st;
+    /* at least 4 warps: the outputs and the path are written by all */
+    const int threads = 32 * (sa.warps < 4 ? 4 : sa.warps);
+    kernel<<<(unsigned)B, threads, smem, stream>>>(sa);
+    return MAS_OK;
+}
+
+template <bool FRAME_ROWS>
+mas_status launch_small_type(mas_dtype dtype, const SmallArgs &sa, int64_t B, size_t smem,
+                             const Device &dev, cudaStream_t stream) {
+    switch (dtype) {
+    case MAS_FLOAT32: return launch_small<float, FRAME_ROWS>(sa, B, smem, dev, stream);
+    case MAS_FLOAT64: return launch_small<double, FRAME_ROWS>(sa, B, smem, dev, stream);
+    case MAS_FLOAT16: return launch_small<__half, FRAME_ROWS>(sa, B, smem, dev, stream);
+    default: return launch_small<__nv_bfloat16, FRAME_ROWS>(sa, B, smem, dev, stream);
+    }
+}
+
+/* Value tile loads that the strides allow (hard_forward's modes). */
+int load_mode(const mas_tensor3 *value, int64_t es) {
+    const int64_t s0 = view_stride(value, 0), s1 = view_stride(value, 1), s2 = view_stride(value, 2);
+    if (s2 == 1 && aligned16(value->data, s0, s1, es)) return LOAD_BTS;
+    if (s1 == 1 && aligned16(value->data, s0, s2, es)) return LOAD_BST;
+    return LOAD_ANY;
+}
+
+/* Both entry points: lengths from x_len/y_len, or (mask non-NULL) counted
+ * from the mask on the device. */
+mas_status hard_cuda_run(const mas_tensor3 *value, const int64_t *x_len, const int64_t *y_len,
+                         const mas_tensor3 *mask, const mas_hard_outputs *out, void *workspace,
+                         size_t workspace_size, void *stream, uint64_t *error_word) {
     const int64_t B = value->dim[0], T = value->dim[1], S = value->dim[2];
     const mas_dtype dtype = (mas_dtype)value->dtype;
     const HardLayout L = hard_layout(B, T, S, dtype);
-    if (workspace_size < L.total) return MAS_ERR_WORKSPACE_TOO_SMALL;
+    const size_t lengths_at = L.total - 256; /* mask calls: x_len, y_len after the layout */
+    if (workspace_size < L.total + (mask ? align256((size_t)B * 16) : 0))
+        return MAS_ERR_WORKSPACE_TOO_SMALL;
     Device dev;
-    st = current_device(&dev);
+    mas_status st = current_device(&dev);
     if (st != MAS_OK) return st;
     cudaStream_t s = (cudaStream_t)stream;
     unsigned char *ws = align_workspace(workspace);
-
-
     const int64_t es = (int64_t)mas_dtype_size(dtype);
+    const int mode = load_mode(value, es);
+
+    int warps = 0;
+    const size_t smem = B <= 0x7fffffff ? small_plan(T, S, mode, dtype, dev, &warps) : 0;
+    if (smem) {
+        SmallArgs sa;
+        sa.value = (const unsigned char *)value->data;
+        sa.s0 = view_stride(value, 0);
+        sa.s1 = view_stride(value, 1);
+        sa.s2 = view_stride(value, 2);
+        sa.T = T;
+        sa.S = S;
+        sa.x_len = x_len;
+        sa.y_len = y_len;
+        sa.mask = mask ? (const unsigned char *)mask->data : nullptr;
+        sa.m0 = mask ? view_stride(mask, 0) : 0;
+        sa.m1 = mask ? view_stride(mask, 1) : 0;
+        sa.m2 = mask ? view_stride(mask, 2) : 0;
+        sa.mask_es = mask ? (int)mas_dtype_size((mas_dtype)mask->dtype) : 0;
+        sa.mask_float = mask ? mas_is_float_dtype((mas_dtype)mask->dtype) : 0;
+        sa.warps = warps;
+        sa.sw = (int)((S + 31) / 32);
+        sa.durations = out->durations;
+        sa.durations_stride = out->durations_stride;
+        sa.indices = out->indices;
+        sa.indices_stride = out->indices_stride;
+        sa.score = out->score;
+        sa.score_f64 = dtype == MAS_FLOAT64;
+        /* The dense path of a small item from the block itself (no second
+         * launch); of a larger one by hard_path over every multiprocessor
+         * (one block writing hundreds of KB is slower than the launch). */
+        const size_t item_path = out->path.data
+            ? (size_t)T * (size_t)S * mas_dtype_size((mas_dtype)out->path.dtype) : 0;
+        const bool path_here = out->path.data && item_path <= kSmallPathBytes;
+        sa.path.data = nullptr;
+        if (path_here) sa.path = make_path_args(&out->path, B, T, S);
+        sa.frame_token = sa.run_begin = sa.run_end = nullptr;
+        if (out->path.data && !path_here) {
+            sa.frame_token = (int32_t *)(ws + L.frame_token);
+            sa.run_begin = (int32_t *)(ws + L.run_begin);
+            sa.run_end = (int32_t *)(ws + L.run_end);
+        }
+        sa.error_word = (unsigned long long *)error_word;
+        st = mode == LOAD_BTS ? launch_small_type<false>(dtype, sa, B, smem, dev, s)
+                              : launch_small_type<true>(dtype, sa, B, smem, dev, s);
+        if (st != MAS_OK) return st;
+        if (out->path.data && !path_here) {
+            st = launch_path(&out->path, B, T, S, sa.frame_token, sa.run_begin, sa.run_end, dev, s);
+            if (st != MAS_OK) return st;
+        }
+        return cudaGetLastError() == cudaSuccess ? MAS_OK : MAS_ERR_CUDA;
+    }
+
+    if (mask) {
+        MaskArgs ma;
+        ma.mask = (const unsigned char *)mask->data;
+        ma.m0 = view_stride(mask, 0);
+        ma.m1 = view_stride(mask, 1);
+        ma.m2 = view_stride(mask, 2);
+        ma.es = (int)mas_dtype_size((mas_dtype)mask->dtype);
+        ma.is_float = mas_is_float_dtype((mas_dtype)mask->dtype);
+        ma.B = B;
+        ma.T = T;
+        ma.S = S;
+        ma.x_len = (int64_t *)(ws + lengths_at);
+        ma.y_len = ma.x_len + B;
+        hard_mask_lengths<<<(unsigned)((B + 3) / 4), 128, 0, s>>>(ma);
+        x_len = ma.x_len;
+        y_len = ma.y_len;
+    }
+
     ForwardArgs fa;
     fa.value = (const unsigned char *)value->data;
     fa.s0 = view_stride(value, 0);
@@ -218,9 +339,6 @@ extern "C" mas_status mas_hard_cuda(const mas_tensor3 *value, const int64_t *x_l
     fa.ticket0 = 0;
     int64_t a1 = fa.s1 < 0 ? -fa.s1 : fa.s1, a2 = fa.s2 < 0 ? -fa.s2 : fa.s2;
     fa.frames_inner = a2 <= a1;
-    int mode = LOAD_ANY;
-    if (fa.s2 == 1 && aligned16(fa.value, fa.s0, fa.s1, es)) mode = LOAD_BTS;
-    else if (fa.s1 == 1 && aligned16(fa.value, fa.s0, fa.s2, es)) mode = LOAD_BST;
 
     switch (dtype) {
     case MAS_FLOAT32: st = launch_forward_type<float>(mode, fa, B, dev, s); break;
@@ -259,4 +377,46 @@ extern "C" mas_status mas_hard_cuda(const mas_tensor3 *value, const int64_t *x_l
         if (st != MAS_OK) return st;
     }
     return cudaGetLastError() == cudaSuccess ? MAS_OK : MAS_ERR_CUDA;
+}
+
+} // namespace
+
+extern "C" int32_t mas_has_cuda(void) { return 1; }
+
+extern "C" size_t mas_hard_cuda_workspace_size(int64_t batch, int64_t tokens, int64_t frames,
+                                               mas_dtype dtype) {
+    if (batch < 1 || tokens < 1 || frames < 1 || !mas_is_float_dtype(dtype)) return 0;
+    return hard_layout(batch, tokens, frames, dtype).total;
+}
+
+extern "C" mas_status mas_hard_cuda(const mas_tensor3 *value, const int64_t *x_len,
+                                    const int64_t *y_len, const mas_hard_outputs *out,
+                                    void *workspace, size_t workspace_size, void *stream,
+                                    uint64_t *error_word) {
+    mas_status st = mas_hard_check_call(value, x_len, y_len, out);
+    if (st == MAS_OK && !workspace) st = MAS_ERR_NULL_POINTER;
+    if (st != MAS_OK) return st;
+    return hard_cuda_run(value, x_len, y_len, nullptr, out, workspace, workspace_size, stream,
+                         error_word);
+}
+
+extern "C" size_t mas_hard_cuda_mask_workspace_size(int64_t batch, int64_t tokens, int64_t frames,
+                                                    mas_dtype dtype) {
+    if (batch < 1 || tokens < 1 || frames < 1 || !mas_is_float_dtype(dtype)) return 0;
+    return hard_layout(batch, tokens, frames, dtype).total + align256((size_t)batch * 16);
+}
+
+extern "C" mas_status mas_hard_cuda_mask(const mas_tensor3 *value, const mas_tensor3 *mask,
+                                         const mas_hard_outputs *out, void *workspace,
+                                         size_t workspace_size, void *stream,
+                                         uint64_t *error_word) {
+    static const int64_t dummy = 0; /* the check wants lengths; they come from the mask */
+    if (!mask) return MAS_ERR_NULL_POINTER;
+    mas_status st = mas_hard_check_call(value, &dummy, &dummy, out);
+    if (st == MAS_OK) st = mas_check_tensor(mask, MAS_ANY_DTYPE);
+    if (st == MAS_OK && !mas_same_dims(mask, value)) st = MAS_ERR_BAD_SHAPE;
+    if (st == MAS_OK && !workspace) st = MAS_ERR_NULL_POINTER;
+    if (st != MAS_OK) return st;
+    return hard_cuda_run(value, nullptr, nullptr, mask, out, workspace, workspace_size, stream,
+                         error_word);
 }

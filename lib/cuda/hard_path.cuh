@@ -18,6 +18,7 @@ struct PathArgs {
     int rows_over_frames;
     int vec;            /* rows contiguous and 16-byte aligned */
     int group_shift;    /* log2(threads per row) */
+    int es;             /* element bytes */
 };
 
 template <int ES> __device__ __forceinline__ void store_bits(unsigned char *p, uint64_t bits) {
@@ -27,8 +28,38 @@ template <int ES> __device__ __forceinline__ void store_bits(unsigned char *p, u
     else *(uint64_t *)p = bits;
 }
 
-template <int ES> __global__ void __launch_bounds__(256) hard_path(PathArgs a) {
+/* One row of the dense path: `len` elements `inner` apart from rowp, one in
+ * [lo, hi) and zero elsewhere, written by the gsize threads of a group (gl
+ * its thread); vec: the row is contiguous and 16-byte aligned. Also used by
+ * the one-block kernel (hard_small.cuh) for its item's rows. */
+template <int ES>
+__device__ __forceinline__ void path_row(unsigned char *rowp, int64_t len, int64_t inner, bool vec,
+                                         int64_t lo, int64_t hi, uint64_t one, int gl, int gsize) {
     constexpr int VEC = 16 / ES;
+    if (vec) {
+        for (int64_t e0 = (int64_t)gl * VEC; e0 < len; e0 += (int64_t)gsize * VEC) {
+            if (e0 + VEC <= len) {
+                uint64_t w[2] = {0, 0};
+                if (e0 < hi && e0 + VEC > lo) {
+#pragma unroll
+                    for (int e = 0; e < VEC; ++e)
+                        if (e0 + e >= lo && e0 + e < hi) w[(e * ES) / 8] |= one << ((e * ES * 8) % 64);
+                }
+                *(int4 *)(rowp + e0 * ES) =
+                    make_int4((int)(uint32_t)w[0], (int)(uint32_t)(w[0] >> 32),
+                              (int)(uint32_t)w[1], (int)(uint32_t)(w[1] >> 32));
+            } else {
+                for (int64_t e = e0; e < len; ++e)
+                    store_bits<ES>(rowp + e * ES, (e >= lo && e < hi) ? one : 0);
+            }
+        }
+    } else {
+        for (int64_t e = gl; e < len; e += gsize)
+            store_bits<ES>(rowp + e * inner * ES, (e >= lo && e < hi) ? one : 0);
+    }
+}
+
+template <int ES> __global__ void __launch_bounds__(256) hard_path(PathArgs a) {
     const int gsize = 1 << a.group_shift;
     const int sub = threadIdx.x >> a.group_shift, gl = threadIdx.x & (gsize - 1);
     const int rows_per_block = blockDim.x >> a.group_shift;
@@ -48,28 +79,8 @@ template <int ES> __global__ void __launch_bounds__(256) hard_path(PathArgs a) {
             lo = a.frame_token[row];
             hi = lo + 1; /* -1 past y_len: [-1, 0) holds no element */
         }
-        unsigned char *rowp = a.data + (bb * a.s0 + r * outer) * ES;
-        if (a.vec) {
-            for (int64_t e0 = (int64_t)gl * VEC; e0 < len; e0 += (int64_t)gsize * VEC) {
-                if (e0 + VEC <= len) {
-                    uint64_t w[2] = {0, 0};
-                    if (e0 < hi && e0 + VEC > lo) {
-#pragma unroll
-                        for (int e = 0; e < VEC; ++e)
-                            if (e0 + e >= lo && e0 + e < hi) w[(e * ES) / 8] |= a.one << ((e * ES * 8) % 64);
-                    }
-                    *(int4 *)(rowp + e0 * ES) =
-                        make_int4((int)(uint32_t)w[0], (int)(uint32_t)(w[0] >> 32),
-                                  (int)(uint32_t)w[1], (int)(uint32_t)(w[1] >> 32));
-                } else {
-                    for (int64_t e = e0; e < len; ++e)
-                        store_bits<ES>(rowp + e * ES, (e >= lo && e < hi) ? a.one : 0);
-                }
-            }
-        } else {
-            for (int64_t e = gl; e < len; e += gsize)
-                store_bits<ES>(rowp + e * inner * ES, (e >= lo && e < hi) ? a.one : 0);
-        }
+        path_row<ES>(a.data + (bb * a.s0 + r * outer) * ES, len, inner, a.vec != 0, lo, hi, a.one,
+                     gl, gsize);
     }
 }
 

@@ -19,6 +19,20 @@ mas_status mas_hard_cuda(const mas_tensor3 *value, const int64_t *x_len,
     return MAS_ERR_NO_CUDA;
 }
 
+size_t mas_hard_cuda_mask_workspace_size(int64_t batch, int64_t tokens, int64_t frames,
+                                         mas_dtype dtype) {
+    (void)batch; (void)tokens; (void)frames; (void)dtype;
+    return 0;
+}
+
+mas_status mas_hard_cuda_mask(const mas_tensor3 *value, const mas_tensor3 *mask,
+                              const mas_hard_outputs *out, void *workspace,
+                              size_t workspace_size, void *stream, uint64_t *error_word) {
+    (void)value; (void)mask; (void)out; (void)workspace; (void)workspace_size; (void)stream;
+    (void)error_word;
+    return MAS_ERR_NO_CUDA;
+}
+
 size_t mas_forward_sum_cuda_workspace_size(int64_t batch, int64_t tokens, int64_t frames,
                                            mas_dtype dtype) {
     (void)batch; (void)tokens; (void)frames; (void)dtype;

@@ -120,7 +120,8 @@ class NumpyFrame:
         m = self.asarray(mask)
         first_frame = m[:, 0, :] if bst else m[:, :, 0]
         first_token = m[:, :, 0] if bst else m[:, 0, :]
-        return (first_frame.sum(1).astype(np.int64), first_token.sum(1).astype(np.int64))
+        return (np.count_nonzero(first_frame, axis=1).astype(np.int64),
+                np.count_nonzero(first_token, axis=1).astype(np.int64))
 
     @staticmethod
     def path_from_indices(indices, tokens, bst, dtype):
@@ -243,8 +244,8 @@ class TorchFrame:
         m = self.asarray(mask)
         first_frame = m[:, 0, :] if bst else m[:, :, 0]
         first_token = m[:, :, 0] if bst else m[:, 0, :]
-        i64 = self.torch.int64
-        return first_frame.sum(1, dtype=i64), first_token.sum(1, dtype=i64)
+        count = self.torch.count_nonzero
+        return count(first_frame, dim=1), count(first_token, dim=1)
 
     def path_from_indices(self, indices, tokens, bst, dtype):
         grid = self.torch.arange(tokens, dtype=indices.dtype, device=self.device)
@@ -272,13 +273,13 @@ _TORCH_FROM_NP = {
 
 def lengths_from_mask(frame, mask, bst, fname):
     """(x_len, y_len) int64 [B] of a Glow-TTS mask, on the frame's device,
-    without a host synchronisation. Glow-TTS takes x_len = mask.sum(1)[:, 0],
-    y_len = mask.sum(2)[:, 0] (bts; bst swaps the axes): the sums of the
-    first frame's column and of the first token's row, which is what is used
-    here too, for any mask (a mask that is not a prefix mask gives the
-    number of its non-zero cells in that row and column, not the position
-    of its last one). The one place to swap in a kernel that reads the
-    first row and column itself."""
+    without a host synchronisation: the number of non-zero entries of the
+    first frame's column and of the first token's row (bts: mask[:, :, 0]
+    and mask[:, 0, :]; bst swaps the axes). For a 0/1 prefix mask that is
+    Glow-TTS's mask.sum(1)[:, 0] and mask.sum(2)[:, 0]; for any other mask it
+    is that count, wherever the non-zero entries are. CUDA calls of
+    maximum_path count on the device inside the kernel instead
+    (mas_hard_cuda_mask), with the same rule."""
     if frame.name == "torch" and is_torch_tensor(mask):
         check_device(f"{fname}: mask", mask.device, frame.device)
     return frame.lengths_from_mask(mask, bst)

@@ -31,6 +31,31 @@ def _host_workspace(nbytes):
     return kept[1]
 
 
+# CUDA workspaces up to this size are kept per (device, stream) and reused:
+# calls on one stream run one after the other, so they can share one, and an
+# allocation per call costs more host time than the rest of a small call.
+# Under graph capture a call gets its own (the graph keeps it).
+_KEEP_CUDA_BYTES = 64 << 20
+_cuda_work = {}  # (device index, raw stream) -> uint8 tensor
+
+
+def _cuda_workspace(frame, key, nbytes, capturing):
+    """The workspace's handle for the C module (kept with its capsule, which
+    the module reads without consuming, like the host workspaces)."""
+    torch = frame.torch
+    nbytes = max(nbytes, 1)
+    if capturing or nbytes > _KEEP_CUDA_BYTES:
+        return frame.handle(torch.empty((nbytes,), dtype=torch.uint8, device=frame.device))
+    kept = _cuda_work.get(key)
+    if kept is None or kept[0].shape[0] < nbytes:
+        if len(_cuda_work) > 64:
+            _cuda_work.clear()
+        # allocated on the stream of the key (the current one): stream-ordered
+        work = torch.empty((max(nbytes, 1 << 16),), dtype=torch.uint8, device=frame.device)
+        kept = _cuda_work[key] = (work, frame.handle(work))
+    return kept[1]
+
+
 def budget_arg(max_workspace_bytes, fname):
     """None, or the budget as an int >= 0; TypeError / ValueError naming
     the argument otherwise."""
@@ -68,9 +93,9 @@ def run(fname, frame, workspace_bytes, invoke, threads):
     how, word) -> (status, item), where `how` is the thread count on the CPU
     and the raw stream on CUDA, and `word` the error word's handle (None on
     the CPU). Returns errors.PENDING for a tracked CUDA call, else None."""
-    errors.poll()
     h = frame.handle
     if not frame.is_cuda:
+        errors.poll()
         status, item = invoke(False, _host_workspace(workspace_bytes(False)), threads, None)
         errors.raise_status(fname, status, item)
         return None
@@ -79,12 +104,18 @@ def run(fname, frame, workspace_bytes, invoke, threads):
         with torch.cuda.device(frame.device):
             return run(fname, frame, workspace_bytes, invoke, threads)
     stream, raw_stream = frame.current_stream()
-    work = torch.empty((max(workspace_bytes(True), 1),), dtype=torch.uint8, device=frame.device)
-    word, ticket = errors.error_word(torch, frame.device, stream)
+    # poll + an error word (a fresh captured one under graph capture: ticket None)
+    word, ticket = errors.begin(torch, frame.device, stream)
     if ticket is None:
-        word = h(word)  # under capture: a captured fill, a tensor of its own
+        word = h(word)
     try:
-        status, item = invoke(True, h(work), raw_stream, word)
+        work = _cuda_workspace(frame, (frame.device_index, raw_stream), workspace_bytes(True),
+                               ticket is None)
+    except BaseException:
+        errors.give_back(ticket)
+        raise
+    try:
+        status, item = invoke(True, work, raw_stream, word)
     except BaseException:
         errors.give_back(ticket)
         raise

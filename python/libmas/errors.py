@@ -227,6 +227,21 @@ def error_word(torch, device, stream):
     return state.handle(slot), (state, slot)
 
 
+def begin(torch, device, stream):
+    """poll() and error_word() in one: raises for an earlier call's error
+    whose readback has completed, then returns (word handle, ticket) for a
+    call about to be enqueued on stream (under graph capture a fresh
+    captured word tensor and ticket None, and no poll)."""
+    if torch._C._cuda_isCurrentStreamCapturing():
+        return torch.full((1,), -1, dtype=torch.int64, device=device), None
+    if _states:
+        _settle(wait=False, late=True)
+    with _lock:
+        state = _state(torch, device)
+        slot = state.take_word(stream)
+    return state.handle(slot), (state, slot)
+
+
 def give_back(ticket):
     """Returns the word of a call that failed before it was enqueued."""
     if ticket is not None:

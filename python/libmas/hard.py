@@ -85,13 +85,20 @@ def _shape_checked(value, bst, fname):
     return batch, tokens, frames
 
 
-def _run(fname, frame, value, code, x_len, y_len, bst, outs, threads, budget=None):
+def _run(fname, frame, value, code, x_len, y_len, bst, outs, threads, budget=None, mask=None):
     """Calls the C library with outputs allocated by the caller; outs is
     (path, durations, indices, score), None for unwanted ones; budget: the
-    most workspace bytes (None: unbounded). Returns the PendingCheck of a
-    CUDA call (or None)."""
+    most workspace bytes (None: unbounded); mask (CUDA only, instead of the
+    lengths): a Glow-TTS mask whose lengths the kernels count themselves.
+    Returns the PendingCheck of a CUDA call (or None)."""
     batch, tokens, frames = _shape_checked(value, bst, fname)
     h = frame.handle
+    if mask is not None:
+        args = (h(value), bst, h(mask)) + tuple(h(a) for a in outs)
+        return _dispatch.run(
+            fname, frame,
+            lambda cuda: _C.hard_cuda_mask_workspace_size(batch, tokens, frames, code),
+            lambda cuda, work, how, word: _C.hard_cuda_mask(*args, work, how, word), threads)
     args = (h(value), bst, h(x_len), h(y_len)) + tuple(h(a) for a in outs)
 
     def workspace_bytes(cuda):
@@ -128,8 +135,14 @@ def _maximum_path_core(fname, frame, v, mask, bst, out_dtype):
             axis = "tokens (T)" if tokens == 0 else "frames (S)"
             raise ValueError(f"{fname}: the {axis} axis of value is empty, shape "
                              f"{list(v.shape)}; every item needs x_len >= 1 and y_len >= 1")
-        x_len, y_len = _arrays.lengths_from_mask(frame, mask, bst, fname)
-        _run(fname, frame, v, code, x_len, y_len, bst, (path, None, None, None), 0)
+        if (frame.is_cuda and _arrays.is_torch_tensor(mask) and mask.device == frame.device
+                and frame.code(mask) >= 0):
+            # the kernels count the lengths: no reductions of our own
+            _run(fname, frame, v, code, None, None, bst, (path, None, None, None), 0,
+                 mask=mask.detach())
+        else:
+            x_len, y_len = _arrays.lengths_from_mask(frame, mask, bst, fname)
+            _run(fname, frame, v, code, x_len, y_len, bst, (path, None, None, None), 0)
     return path
 
 
@@ -157,9 +170,12 @@ def maximum_path(value, mask, *, layout="bts", dtype=None):
     value: [B, T, S] scores (layout "bts": tokens, then frames) or [B, S, T]
       (layout "bst", as VITS and ESPnet pass them); float32, float64, float16
       or bfloat16; any strides; NumPy, PyTorch (CPU/CUDA) or DLPack.
-    mask: same shape; the lengths are read from it as Glow-TTS does
-      (bts: x_len = mask.sum(1)[:, 0], y_len = mask.sum(2)[:, 0]; bst swaps
-      the two axes), on the value's device without a host synchronisation.
+    mask: same shape, any dtype; the lengths are read from it as Glow-TTS
+      does (bts: x_len = mask.sum(1)[:, 0], y_len = mask.sum(2)[:, 0]; bst
+      swaps the two axes): x_len is the number of non-zero entries of the
+      first frame's column, y_len of the first token's row (the same as the
+      sums for a 0/1 mask). On CUDA the kernel counts them itself (no
+      reductions, no host synchronisation).
     dtype: output dtype (default: value's), e.g. torch.bool or np.int32.
 
     Returns the dense 0/1 path, same type, device and layout as value. Raises

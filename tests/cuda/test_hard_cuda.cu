@@ -381,6 +381,136 @@ static void argument_errors_case(void) {
     ts_case_end();
 }
 
+/* mas_hard_cuda_mask: the lengths counted from a mask (float32, uint8,
+ * bfloat16 or int64; prefix 0/1, or with holes and other non-zero values in
+ * the first row and column, where the count of non-zero entries is the
+ * rule; -0.0 counts as zero), both layouts, on the one-block kernel (small
+ * T) and the multi-kernel path (T = 1100): the outputs equal mas_hard_cpu's
+ * with the counted lengths, item errors (a count of 0, x_len > y_len)
+ * included. */
+static void mask_case(ts_rng *rng, int64_t case_no) {
+    const int64_t B = ts_rng_int(rng, 1, 6);
+    const int64_t T = case_no % 4 == 3 ? 1100 : ts_rng_int(rng, 1, 200);
+    const int64_t S = T + ts_rng_int(rng, 0, case_no % 4 == 3 ? 400 : 600);
+    const int bst = (int)(case_no % 2);
+    const mas_dtype mdt[4] = {MAS_FLOAT32, MAS_UINT8, MAS_BFLOAT16, MAS_INT64};
+    const mas_dtype mask_dtype = mdt[case_no % 4];
+    const int holes = ts_rng_chance(rng, 0.3);
+    ts_case_begin("mask case %lld: B=%lld T=%lld S=%lld %s mask %s%s", (long long)case_no, (long long)B,
+                  (long long)T, (long long)S, bst ? "bst" : "bts", ts_dtype_name(mask_dtype),
+                  holes ? " with holes" : "");
+    const int64_t n = B * T * S;
+    const size_t mes = mas_dtype_size(mask_dtype);
+    float *v = (float *)malloc((size_t)n * 4);
+    unsigned char *m = (unsigned char *)calloc((size_t)n, mes);
+    int64_t *xl = (int64_t *)malloc(B * 8), *yl = (int64_t *)malloc(B * 8);
+    /* element (b, i, j) of the [B, T, S] view at offset */
+    #define AT(b, i, j) ((b) * T * S + (bst ? (j) * T + (i) : (i) * S + (j)))
+    for (int64_t k = 0; k < n; k++) v[k] = (float)ts_rng_uniform(rng, -3.0, 1.0);
+    for (int64_t b = 0; b < B; b++) {
+        int64_t x = ts_rng_int(rng, 1, T), y = ts_rng_int(rng, x, S);
+        if (ts_rng_chance(rng, 0.1)) x = 0;                 /* BAD_LENGTH */
+        if (ts_rng_chance(rng, 0.1) && x > 1) y = x - 1;    /* x_len > y_len */
+        /* the prefix mask; with holes the counts are what the rule says */
+        int64_t cx = 0, cy = 0;
+        for (int64_t i = 0; i < T; i++)
+            for (int64_t j = 0; j < S; j++) {
+                int on = i < x && j < y;
+                if (holes && (i == 0 || j == 0) && on && ts_rng_chance(rng, 0.2)) on = 0;
+                double val = on ? (holes ? ts_rng_int(rng, 1, 3) : 1) : 0;
+                if (!on && holes && ts_rng_chance(rng, 0.05) && mask_dtype != MAS_UINT8 &&
+                    mask_dtype != MAS_INT64)
+                    val = -0.0;
+                unsigned char *e = m + AT(b, i, j) * mes;
+                switch (mask_dtype) {
+                case MAS_FLOAT32: *(float *)e = (float)val; break;
+                case MAS_UINT8: *e = (unsigned char)val; break;
+                case MAS_BFLOAT16: *(uint16_t *)e = ts_f32_to_bf16((float)val); break;
+                default: *(int64_t *)e = (int64_t)val; break;
+                }
+                if (on && j == 0) cx++;
+                if (on && i == 0) cy++;
+            }
+        xl[b] = cx;
+        yl[b] = cy;
+    }
+    int64_t strides[3] = {T * S, bst ? 1 : S, bst ? T : 1};
+    mas_tensor3 value = {v, MAS_FLOAT32, 0, {B, T, S}, {strides[0], strides[1], strides[2]}};
+    mas_tensor3 mask = {m, mask_dtype, 0, {B, T, S}, {strides[0], strides[1], strides[2]}};
+    /* the CPU with the counted lengths */
+    uint8_t *path_c = (uint8_t *)malloc((size_t)n), *path_g = (uint8_t *)malloc((size_t)n);
+    int32_t *dur_c = (int32_t *)malloc(B * T * 4), *idx_c = (int32_t *)malloc(B * S * 4);
+    int32_t *dur_g = (int32_t *)malloc(B * T * 4), *idx_g = (int32_t *)malloc(B * S * 4);
+    float score_c[6], score_g[6];
+    mas_hard_outputs oc;
+    memset(&oc, 0, sizeof oc);
+    oc.path = (mas_tensor3){path_c, MAS_UINT8, 0, {B, T, S}, {strides[0], strides[1], strides[2]}};
+    oc.durations = dur_c;
+    oc.durations_stride = T;
+    oc.indices = idx_c;
+    oc.indices_stride = S;
+    oc.score = score_c;
+    size_t wsc = mas_hard_cpu_workspace_size(B, T, S, MAS_FLOAT32, 1);
+    void *wc = malloc(wsc);
+    mas_error cerr;
+    mas_status cst = mas_hard_cpu(&value, xl, yl, &oc, wc, wsc, 1, &cerr);
+    free(wc);
+
+    void *vd = dev_copy(v, (size_t)n * 4), *md = dev_copy(m, (size_t)n * mes);
+    uint8_t *pd;
+    int32_t *dd, *id;
+    float *sd;
+    uint64_t *ed;
+    CUDA_OK(cudaMalloc((void **)&pd, (size_t)n));
+    CUDA_OK(cudaMemset(pd, 0xa5, (size_t)n));
+    CUDA_OK(cudaMalloc((void **)&dd, B * T * 4));
+    CUDA_OK(cudaMalloc((void **)&id, B * S * 4));
+    CUDA_OK(cudaMalloc((void **)&sd, B * 4));
+    CUDA_OK(cudaMalloc((void **)&ed, 8));
+    CUDA_OK(cudaMemset(ed, 0xff, 8));
+    size_t wsg = mas_hard_cuda_mask_workspace_size(B, T, S, MAS_FLOAT32);
+    TS_CHECK(wsg > mas_hard_cuda_workspace_size(B, T, S, MAS_FLOAT32), "mask workspace size");
+    void *wg;
+    CUDA_OK(cudaMalloc(&wg, wsg));
+    mas_tensor3 vdev = value, mdev = mask;
+    vdev.data = vd;
+    mdev.data = md;
+    mas_hard_outputs og = oc;
+    og.path.data = pd;
+    og.durations = dd;
+    og.indices = id;
+    og.score = sd;
+    TS_CHECK(mas_hard_cuda_mask(&vdev, &mdev, &og, wg, wsg - 1, NULL, ed) == MAS_ERR_WORKSPACE_TOO_SMALL,
+             "one byte short");
+    mas_tensor3 mbad = mdev;
+    mbad.dim[2] = S + 1;
+    TS_CHECK(mas_hard_cuda_mask(&vdev, &mbad, &og, wg, wsg, NULL, ed) == MAS_ERR_BAD_SHAPE, "mask dims");
+    mas_status gst = mas_hard_cuda_mask(&vdev, &mdev, &og, wg, wsg, NULL, ed);
+    TS_CHECK(gst == MAS_OK, "mas_hard_cuda_mask status %d", (int)gst);
+    CUDA_OK(cudaDeviceSynchronize());
+    uint64_t word;
+    CUDA_OK(cudaMemcpy(dur_g, dd, B * T * 4, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(idx_g, id, B * S * 4, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(score_g, sd, B * 4, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(path_g, pd, (size_t)n, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(&word, ed, 8, cudaMemcpyDeviceToHost));
+    mas_error gerr;
+    mas_decode_device_error(word, &gerr);
+    TS_CHECK(gerr.status == (int32_t)cst && (cst == MAS_OK || gerr.item == cerr.item),
+             "error: CUDA status %d item %lld, CPU status %d item %lld", (int)gerr.status,
+             (long long)gerr.item, (int)cst, (long long)cerr.item);
+    TS_CHECK(memcmp(dur_g, dur_c, B * T * 4) == 0, "durations differ from mas_hard_cpu");
+    TS_CHECK(memcmp(idx_g, idx_c, B * S * 4) == 0, "indices differ from mas_hard_cpu");
+    TS_CHECK(memcmp(score_g, score_c, B * 4) == 0, "scores differ from mas_hard_cpu");
+    TS_CHECK(memcmp(path_g, path_c, (size_t)n) == 0, "path differs from mas_hard_cpu");
+    #undef AT
+    cudaFree(vd); cudaFree(md); cudaFree(pd); cudaFree(dd); cudaFree(id); cudaFree(sd);
+    cudaFree(ed); cudaFree(wg);
+    free(v); free(m); free(xl); free(yl); free(path_c); free(path_g); free(dur_c); free(idx_c);
+    free(dur_g); free(idx_g);
+    ts_case_end();
+}
+
 /* More than 2^31 elements: bfloat16 value [2, 1024, 1.1M], uint8 path,
  * against mas_hard_cpu on all cores (the full-table reference would need
  * tens of GB). */
@@ -527,6 +657,7 @@ int main(int argc, char **argv) {
     for (int64_t c = 0; c < 4 * scale; c++) run_case(&rng, case_no++, &medium, c % 3 == 2);
     if (!small)
         for (int64_t c = 0; c < 6; c++) run_case(&rng, case_no++, &large_c, c % 3 == 2);
+    for (int64_t c = 0; c < 8 * scale; c++) mask_case(&rng, c);
     graph_capture_case(&rng);
     if (large) large_case(seed);
     return ts_finish();

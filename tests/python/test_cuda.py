@@ -99,6 +99,52 @@ def test_maximum_path_cuda_equals_cpu(rng, layout, out_dtype):
     assert torch.equal(got.cpu(), want)
 
 
+@pytest.mark.parametrize("mask_dtype", ["float32", "bool", "bfloat16", "int64", "int16"])
+@pytest.mark.parametrize("layout", ["bts", "bst"])
+def test_maximum_path_cuda_mask_counted_by_the_kernel(rng, mask_dtype, layout):
+    """The kernel counts the non-zero entries of the first column and row
+    (mas_hard_cuda_mask; int16 has no C dtype and takes the reductions):
+    equal to the CPU on prefix masks and on masks with holes and values
+    other than 1, small T (one block an item) and T > 1000 (multi-kernel)."""
+    for tokens, frames in ((60, 250), (1030, 1100)):
+        value, x_len, y_len = case(rng, "float32", layout, "loglik", batch=3, tokens=tokens,
+                                   frames=frames)
+        mask = mask_from_lengths(x_len, y_len, tokens, frames).astype(np.float32)
+        if rng.random() < 0.5:  # holes and other non-zero values in the first row/column
+            mask[0, 1, 0] = 0.0           # x_len of item 0 one less (when >= 2)
+            if y_len[1] > max(x_len[1], 2):
+                mask[1, 0, 2] = 0.0       # y_len of item 1 one less
+            mask[2, 0, 0] = 3.0           # counts as one
+        mask = torch.from_numpy(mask).to(getattr(torch, mask_dtype))
+        if layout == "bst":
+            mask = mask.transpose(1, 2)
+        # shortened lengths can leave no finite path (case() sprinkles -inf):
+        # then both raise the same error
+        got = libmas.maximum_path(value.cuda(), mask.cuda(), layout=layout)
+        try:
+            libmas.check_errors()
+        except ValueError as e:
+            got = str(e)
+        try:
+            want = libmas.maximum_path(value, mask, layout=layout)
+        except ValueError as e:
+            want = str(e)
+        if isinstance(want, str) or isinstance(got, str):  # the same item and rule
+            assert isinstance(got, str) and isinstance(want, str)
+            assert got.split(": ", 1)[1] == want.split(": ", 1)[1], (got, want)
+        else:
+            assert torch.equal(got.cpu(), want)
+
+
+def test_maximum_path_cuda_mask_length_errors(rng):
+    value, x_len, y_len = case(rng, "float32", "bts", "loglik", batch=3, tokens=20, frames=50)
+    mask = torch.from_numpy(mask_from_lengths(x_len, y_len, 20, 50))
+    mask[1, :, 0] = 0  # x_len 0 for item 1
+    libmas.maximum_path(value.cuda(), mask.cuda())
+    with pytest.raises(ValueError, match="item 1"):
+        libmas.check_errors()
+
+
 def test_runs_on_current_stream_without_host_sync(rng):
     value, x_len, y_len = case(rng, "float32", "bts", "loglik", batch=3, tokens=120, frames=400)
     v = value.cuda()

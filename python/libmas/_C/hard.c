@@ -12,6 +12,7 @@ enum { A_VALUE, A_XLEN, A_YLEN, A_PATH, A_DUR, A_IDX, A_SCORE, A_WORK, A_ERROR, 
 typedef struct hard_call {
     mas_py_array a[A_COUNT];
     mas_tensor3 value;
+    mas_tensor3 mask; /* hard_cuda_mask: the mask in A_XLEN's slot */
     mas_hard_outputs out;
     size_t workspace_size;
 } hard_call;
@@ -62,18 +63,22 @@ static int check_outputs(hard_call *c, int bst) {
     return 0;
 }
 
-/* Parses and cross-checks every array; on success the caller owns c->a. */
-static int prepare(hard_call *c, PyObject *const *objs, int bst, mas_py_place place) {
+/* Parses and cross-checks every array; on success the caller owns c->a.
+ * with_mask: A_XLEN holds a mask of value's shape (any dtype), A_YLEN none. */
+static int prepare(hard_call *c, PyObject *const *objs, int bst, mas_py_place place,
+                   int with_mask) {
     static const char *const names[A_COUNT] = {"value",  "x_lengths", "y_lengths",
                                                "path",   "durations", "indices",
                                                "score",  "workspace", "error_word"};
     memset(c, 0, sizeof *c);
     for (int k = 0; k < A_COUNT; k++)
-        if (mas_py_array_get(objs[k], names[k], &c->a[k])) return -1;
+        if (mas_py_array_get(objs[k], with_mask && k == A_XLEN ? "mask" : names[k], &c->a[k]))
+            return -1;
     mas_py_array *v = &c->a[A_VALUE];
     if (!mas_py_array_present(v) || !mas_py_array_present(&c->a[A_XLEN]) ||
-        !mas_py_array_present(&c->a[A_YLEN])) {
-        PyErr_SetString(PyExc_ValueError, "value and both length arrays are required");
+        (!with_mask && !mas_py_array_present(&c->a[A_YLEN]))) {
+        PyErr_SetString(PyExc_ValueError, with_mask ? "value and mask are required"
+                                                    : "value and both length arrays are required");
         return -1;
     }
     if (mas_py_array_check_kind(v, "value", 3, -1)) return -1;
@@ -89,10 +94,21 @@ static int prepare(hard_call *c, PyObject *const *objs, int bst, mas_py_place pl
             mas_py_array_check_device(&c->a[k], names[k], place, dev))
             return -1;
     mas_py_array_tensor3(v, bst, &c->value);
-    for (int k = A_XLEN; k <= A_YLEN; k++)
-        if (mas_py_array_check_kind(&c->a[k], names[k], 1, MAS_INT64) ||
-            mas_py_array_check_vector(&c->a[k], names[k], c->value.dim[0]))
+    if (with_mask) {
+        mas_py_array *m = &c->a[A_XLEN];
+        if (mas_py_array_check_kind(m, "mask", 3, -1)) return -1;
+        if (m->shape[0] != v->shape[0] || m->shape[1] != v->shape[1] ||
+            m->shape[2] != v->shape[2]) {
+            PyErr_SetString(PyExc_ValueError, "mask: shape differs from value's");
             return -1;
+        }
+        mas_py_array_tensor3(m, bst, &c->mask);
+    } else {
+        for (int k = A_XLEN; k <= A_YLEN; k++)
+            if (mas_py_array_check_kind(&c->a[k], names[k], 1, MAS_INT64) ||
+                mas_py_array_check_vector(&c->a[k], names[k], c->value.dim[0]))
+                return -1;
+    }
     mas_py_array *w = &c->a[A_WORK];
     if (mas_py_array_present(w)) {
         if (mas_py_array_check_kind(w, "workspace", 1, MAS_UINT8) ||
@@ -126,7 +142,7 @@ PyObject *mas_py_hard_cpu(PyObject *self, PyObject *const *args, Py_ssize_t narg
     PyObject *objs[A_COUNT] = {args[0], args[2], args[3], args[4], args[5],
                                args[6], args[7], args[8], Py_None};
     hard_call c;
-    if (prepare(&c, objs, bst, MAS_PY_HOST)) {
+    if (prepare(&c, objs, bst, MAS_PY_HOST, 0)) {
         mas_py_array_release_all(c.a, A_COUNT);
         return NULL;
     }
@@ -157,7 +173,7 @@ PyObject *mas_py_hard_cuda(PyObject *self, PyObject *const *args, Py_ssize_t nar
     PyObject *objs[A_COUNT] = {args[0], args[2], args[3], args[4], args[5],
                                args[6], args[7], args[8], args[10]};
     hard_call c;
-    if (prepare(&c, objs, bst, MAS_PY_CUDA)) {
+    if (prepare(&c, objs, bst, MAS_PY_CUDA, 0)) {
         mas_py_array_release_all(c.a, A_COUNT);
         return NULL;
     }
@@ -178,6 +194,50 @@ static int parse_shape(PyObject *const *args, int64_t *B, int64_t *T, int64_t *S
     *S = PyLong_AsLongLong(args[2]);
     *dtype = (int)PyLong_AsLong(args[3]);
     return PyErr_Occurred() ? -1 : 0;
+}
+
+/* hard_cuda_mask(value, bst, mask, path, durations, indices, score,
+ *                workspace, stream, error_word) -> (status, item): hard_cuda
+ * with the lengths counted from a Glow-TTS mask by the kernels
+ * (mas_hard_cuda_mask). */
+PyObject *mas_py_hard_cuda_mask(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 10) {
+        PyErr_SetString(PyExc_TypeError, "hard_cuda_mask expects 10 arguments");
+        return NULL;
+    }
+    int bst = PyObject_IsTrue(args[1]);
+    void *stream = args[8] == Py_None ? NULL : PyLong_AsVoidPtr(args[8]);
+    if (bst < 0 || PyErr_Occurred()) return NULL;
+    PyObject *objs[A_COUNT] = {args[0], args[2], Py_None, args[3], args[4],
+                               args[5], args[6], args[7], args[9]};
+    hard_call c;
+    if (prepare(&c, objs, bst, MAS_PY_CUDA, 1)) {
+        mas_py_array_release_all(c.a, A_COUNT);
+        return NULL;
+    }
+    mas_error err = {0, 0, -1};
+    mas_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = mas_hard_cuda_mask(&c.value, &c.mask, &c.out, c.a[A_WORK].data, c.workspace_size, stream,
+                            (uint64_t *)c.a[A_ERROR].data);
+    Py_END_ALLOW_THREADS
+    mas_py_array_release_all(c.a, A_COUNT);
+    return status_tuple(st, &err);
+}
+
+/* hard_cuda_mask_workspace_size(B, T, S, dtype) -> bytes */
+PyObject *mas_py_hard_cuda_mask_workspace_size(PyObject *self, PyObject *const *args,
+                                               Py_ssize_t nargs) {
+    (void)self;
+    int64_t B, T, S;
+    int dtype;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "hard_cuda_mask_workspace_size expects 4 arguments");
+        return NULL;
+    }
+    if (parse_shape(args, &B, &T, &S, &dtype)) return NULL;
+    return PyLong_FromSize_t(mas_hard_cuda_mask_workspace_size(B, T, S, (mas_dtype)dtype));
 }
 
 /* hard_cpu_workspace_size(B, T, S, dtype, threads) -> bytes */

@@ -43,6 +43,12 @@ static PyMethodDef methods[] = {
     {"hard_cuda", (PyCFunction)(void (*)(void))mas_py_hard_cuda, METH_FASTCALL,
      "hard_cuda(value, bst, x_len, y_len, path, durations, indices, score, workspace, "
      "stream, error_word) -> (status, item)"},
+    {"hard_cuda_mask", (PyCFunction)(void (*)(void))mas_py_hard_cuda_mask, METH_FASTCALL,
+     "hard_cuda_mask(value, bst, mask, path, durations, indices, score, workspace, stream, "
+     "error_word) -> (status, item): lengths counted from the mask on the device"},
+    {"hard_cuda_mask_workspace_size",
+     (PyCFunction)(void (*)(void))mas_py_hard_cuda_mask_workspace_size, METH_FASTCALL,
+     "hard_cuda_mask_workspace_size(B, T, S, dtype) -> bytes"},
     {"hard_cpu_workspace_size", (PyCFunction)(void (*)(void))mas_py_hard_cpu_workspace_size,
      METH_FASTCALL, "hard_cpu_workspace_size(B, T, S, dtype, threads) -> bytes"},
     {"hard_cpu_min_workspace_size",

@@ -9,6 +9,9 @@
 /* hard.c */
 PyObject *mas_py_hard_cpu(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *mas_py_hard_cuda(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *mas_py_hard_cuda_mask(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *mas_py_hard_cuda_mask_workspace_size(PyObject *self, PyObject *const *args,
+                                               Py_ssize_t nargs);
 PyObject *mas_py_hard_cpu_min_workspace_size(PyObject *self, PyObject *const *args,
                                              Py_ssize_t nargs);
 PyObject *mas_py_hard_cpu_workspace_size(PyObject *self, PyObject *const *args,

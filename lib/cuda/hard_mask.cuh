@@ -1,0 +1,63 @@
+/* Lengths from a Glow-TTS mask on the device (mas_hard_cuda_mask): x_len is
+ * the number of non-zero entries of mask[b, :, 0], y_len of mask[b, 0, :]
+ * (for a 0/1 prefix mask, what Glow-TTS's mask.sum(1)[:, 0] and
+ * mask.sum(2)[:, 0] give). Read by the kernels themselves, so a call needs
+ * no reduction of its own on the host's stream. */
+#ifndef MAS_CUDA_HARD_MASK_CUH
+#define MAS_CUDA_HARD_MASK_CUH
+
+#include "cuda/hard_common.cuh"
+
+namespace mas_cuda {
+
+/* Non-zero test of a mask element of es bytes (floats: -0.0 is zero, NaN
+ * is not). */
+__device__ __forceinline__ bool mask_nonzero(const unsigned char *p, int es, int is_float) {
+    switch (es) {
+    case 1: return *p != 0;
+    case 2: return (*(const uint16_t *)p & (is_float ? 0x7fffu : 0xffffu)) != 0;
+    case 4: return (*(const uint32_t *)p & (is_float ? 0x7fffffffu : 0xffffffffu)) != 0;
+    default: return (*(const uint64_t *)p & (is_float ? 0x7fffffffffffffffull : ~0ull)) != 0;
+    }
+}
+
+/* This thread's share (n threads, index tid) of the two counts of item b,
+ * summed over the warp: every lane gets the warp's sums. */
+__device__ __forceinline__ void mask_counts(const unsigned char *mask, int64_t m0, int64_t m1,
+                                            int64_t m2, int es, int is_float, int64_t b,
+                                            int64_t T, int64_t S, int tid, int n, int &nx,
+                                            int &ny) {
+    const unsigned char *m = mask + b * m0 * es;
+    nx = ny = 0;
+    for (int64_t i = tid; i < T; i += n) nx += mask_nonzero(m + i * m1 * es, es, is_float);
+    for (int64_t j = tid; j < S; j += n) ny += mask_nonzero(m + j * m2 * es, es, is_float);
+    for (int o = 16; o > 0; o >>= 1) {
+        nx += __shfl_xor_sync(kFullMask, nx, o);
+        ny += __shfl_xor_sync(kFullMask, ny, o);
+    }
+}
+
+struct MaskArgs {
+    const unsigned char *mask;
+    int64_t m0, m1, m2;
+    int es, is_float;
+    int64_t B, T, S;
+    int64_t *x_len, *y_len; /* written: [B] each */
+};
+
+/* One warp per item, for the multi-kernel path. */
+__global__ void __launch_bounds__(128) hard_mask_lengths(MaskArgs a) {
+    const int lane = threadIdx.x & 31;
+    const int64_t b = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    if (b >= a.B) return;
+    int nx, ny;
+    mask_counts(a.mask, a.m0, a.m1, a.m2, a.es, a.is_float, b, a.T, a.S, lane, 32, nx, ny);
+    if (lane == 0) {
+        a.x_len[b] = nx;
+        a.y_len[b] = ny;
+    }
+}
+
+} // namespace mas_cuda
+
+#endif

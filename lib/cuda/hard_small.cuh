@@ -1,0 +1,594 @@
+/* Hard MAS in one launch for items that fit one block (issue: small-shape
+ * kernels at their latency floor): the forward sweep, the backtrack and
+ * every output of an item in one block, the decision bits in shared memory.
+ *
+ * Why a second forward. At training shapes (T <= a few hundred tokens) the
+ * time of hard_forward is its per-frame chain: a lane cannot start frame f
+ * before the shuffle that brings the score of the token below it at frame
+ * f-1, so every frame costs a shuffle round trip plus the cell arithmetic.
+ * Here the lanes are skewed: at step t lane l works on frame t - l (its K=2
+ * tokens), so the score it needs from lane l-1 (frame f-1) was made two
+ * steps earlier and the shuffle that carries it overlaps a whole step. The
+ * chain per step is one compare-select-add; the warp is bound by issue.
+ * Warps are skewed the same way through a shared-memory row of the top
+ * token's scores (lane 31 of warp w-1 feeds lane 0 of warp w), handed on a
+ * chunk of 32 steps at a time in rounds separated by __syncthreads (the
+ * synchronisation compute-sanitizer's racecheck can follow; a warp that
+ * waits at it costs what spinning on a flag would).
+ *
+ * Decision bits come out per token (a lane's bits are a shift register, one
+ * bit per frame, stored every 32 frames): word m of token r holds frames
+ * 32m..32m+31, frame 32m+k at bit 31-k. The backtrack walks tokens, not
+ * frames: from token r ending at frame f, the run starts at the last frame
+ * s in [r, f] whose bit says "moved" (r when none: a token equal to its
+ * frame must move), found a word at a time; T steps instead of S.
+ *
+ * The same rules and the same arithmetic as hard_forward (the compare of
+ * MaxPlus::plus is the bit; NaN/+inf checked on band cells only; cells below
+ * the band are -inf; nothing outside the lengths is read), so the outputs
+ * are bit for bit those of the multi-kernel path and of the CPU. */
+#ifndef MAS_CUDA_HARD_SMALL_CUH
+#define MAS_CUDA_HARD_SMALL_CUH
+
+#include "cuda/dp_semiring.cuh"
+#include "cuda/hard_common.cuh"
+#include "cuda/hard_mask.cuh"
+#include "cuda/hard_path.cuh"
+
+namespace mas_cuda {
+
+constexpr int kSmallRows = 64;   /* tokens per warp: 2 per lane */
+constexpr int kSmallRing = 128;  /* frames of the tile ring: 4 chunks of 32 */
+/* Tile columns: the ring plus a copy of its first chunk after it, so that a
+ * lane's 32 frames of a chunk are 32 consecutive columns (no wrap-around
+ * arithmetic per step). */
+constexpr int kSmallCols = kSmallRing + 32;
+constexpr int kSmallMaxWarps = 16;
+/* Rounds between warp w-1's chunk c and warp w's (see the sweep). */
+constexpr int kSmallLag = 2;
+/* Boundary rows: 32 entries of padding on each side, so that the stores of
+ * frames -31..-1 and the reads past y_len stay inside the row. */
+constexpr int kBndPad = 32;
+
+struct SmallArgs {
+    const unsigned char *value;
+    int64_t s0, s1, s2; /* element strides of value ([B, T, S] view) */
+    int64_t T, S;
+    const int64_t *x_len, *y_len; /* NULL when the lengths come from mask */
+    const unsigned char *mask;    /* Glow-TTS mask, value's dims, or NULL */
+    int64_t m0, m1, m2;           /* its element strides (size-1 axes: 0) */
+    int mask_es, mask_float;      /* element bytes; 1 for a float dtype */
+    int warps;                    /* sweep warps: warps * 64 >= T */
+    int sw;                       /* decision words per token: ceil(S / 32) */
+    int32_t *durations;
+    int64_t durations_stride;
+    int32_t *indices;
+    int64_t indices_stride;
+    void *score;
+    int score_f64;
+    PathArgs path;                /* data NULL: no dense path here */
+    /* the dense path by hard_path instead (large items): these three are
+     * written for it (NULL: not wanted) */
+    int32_t *frame_token, *run_begin, *run_end;
+    unsigned long long *error_word;
+};
+
+/* Shared-memory layout, in bytes, the same on host and device. */
+struct SmallSmem {
+    size_t tiles, bnd, bits, rb, ft, total;
+};
+__host__ __device__ inline int64_t small_bnd_stride(int64_t S) { return S + 2 * kBndPad; }
+__host__ __device__ inline SmallSmem small_smem(int warps, int64_t S, int sw, int es, int acc) {
+    SmallSmem L;
+    size_t at = 0;
+    L.tiles = at;
+    at += (size_t)warps * kSmallRows * kSmallCols * es;
+    L.bnd = at; /* rows 0..W: row w is warp w's input (row 0: -inf, row W: unread) */
+    at += ((size_t)(warps + 1) * small_bnd_stride(S) * acc + 15) / 16 * 16;
+    L.bits = at;
+    at += (size_t)warps * kSmallRows * sw * 4;
+    L.rb = at;
+    at += (size_t)warps * kSmallRows * 4;
+    L.ft = at;
+    at += ((size_t)S * 4 + 15) / 16 * 16;
+    L.total = at;
+    return L;
+}
+
+
+/* 16 bytes to shared memory, of which the first `bytes` (16 or 0) are read
+ * from gsrc and the rest zero-filled: 0 reads nothing. */
+__device__ __forceinline__ void cp_async16_n(uint32_t smem_addr, const void *gsrc, int bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr), "l"(gsrc),
+                 "r"(bytes) : "memory");
+}
+
+/* -inf in the value type (the tile holds the caller's dtype). */
+template <typename TV> __device__ __forceinline__ TV narrow_neg_inf();
+template <> __device__ __forceinline__ float narrow_neg_inf<float>() { return -INFINITY; }
+template <> __device__ __forceinline__ double narrow_neg_inf<double>() { return -(double)INFINITY; }
+template <> __device__ __forceinline__ __half narrow_neg_inf<__half>() { return __ushort_as_half(0xfc00); }
+template <> __device__ __forceinline__ __nv_bfloat16 narrow_neg_inf<__nv_bfloat16>() {
+    return __ushort_as_bfloat16(0xff80);
+}
+
+/* The per-lane plan of the tile loads, made once per sweep: every chunk
+ * then costs the lane a pointer add and a 16-byte cp.async per pass (pass k
+ * at src + k * pass_step, dst + k * kPass bytes), with no division and no
+ * 64-bit multiply. A lane always moves the same piece p of a row (16 bytes)
+ * in rows r0, r0 + RPP, ...
+ * Token rows (frames contiguous): tile row r holds token base+r, kSmallCols
+ * columns of frames; a pass covers RPP tokens. Frame rows (tokens
+ * contiguous): tile row (f % kSmallRing) holds the 64 tokens of frame f; a
+ * pass covers RPP frames. */
+template <typename TV, bool FRAME_ROWS> struct SmallLoader {
+    static constexpr int ES = (int)sizeof(TV), EPC = 16 / ES;
+    static constexpr int P = FRAME_ROWS ? kSmallRows / EPC : 32 / EPC; /* pieces per row */
+    static constexpr int RPP = 32 / P;                                  /* rows per pass */
+    static constexpr int PASSES = (FRAME_ROWS ? 32 : kSmallRows) / RPP;
+    /* tile bytes between a lane's pieces of consecutive passes */
+    static constexpr int kPass = RPP * (FRAME_ROWS ? kSmallRows : kSmallCols) * ES;
+    /* tile bytes from slot 0 to the mirror copy after the ring */
+    static constexpr int kMirror = kSmallRing * (FRAME_ROWS ? kSmallRows : 1) * ES;
+    const unsigned char *src; /* the lane's first piece of chunk 0 */
+    int64_t pass_step;        /* bytes between its pieces of consecutive passes */
+    int64_t chunk_step;       /* bytes between chunks */
+    uint32_t dst;             /* shared address of its first piece in slot 0 */
+    unsigned char *dst_g;     /* the same, generic (the element-wise cut pieces) */
+    int t0;                   /* frame rows: the piece's first token */
+    int q;                    /* token rows: first frame of the piece in a chunk;
+                                 frame rows: the frame of pass 0 in a chunk */
+    int passes;               /* token rows: passes whose row is a token < x_len */
+    bool whole, cut;          /* frame rows: the piece's tokens all < x_len / some */
+
+    __device__ __forceinline__ SmallLoader(unsigned char *tile, const TV *item, int64_t s1, int64_t s2,
+                                           int base, int X, int lane) {
+        const int p = lane % P, r0 = lane / P;
+        if constexpr (!FRAME_ROWS) {
+            src = (const unsigned char *)(item + (int64_t)(base + r0) * s1 + p * EPC);
+            pass_step = (int64_t)RPP * s1 * ES;
+            chunk_step = 32 * ES;
+            dst_g = tile + ((size_t)r0 * kSmallCols + p * EPC) * ES;
+            t0 = 0;
+            q = p * EPC;
+            const int rows = X - base < kSmallRows ? X - base : kSmallRows;
+            const int n = (rows - r0 + RPP - 1) / RPP;
+            passes = n < 0 ? 0 : n;
+            whole = cut = false;
+        } else {
+            t0 = base + p * EPC;
+            src = (const unsigned char *)(item + (int64_t)r0 * s2 + t0);
+            pass_step = (int64_t)RPP * s2 * ES;
+            chunk_step = (int64_t)32 * s2 * ES;
+            dst_g = tile + ((size_t)r0 * kSmallRows + p * EPC) * ES;
+            q = r0;
+            passes = 0;
+            whole = t0 + EPC <= X;
+            cut = !whole && t0 < X;
+        }
+        dst = (uint32_t)__cvta_generic_to_shared(dst_g);
+    }
+
+    /* Passes [0, n) of one copy of a chunk: a 16-byte cp.async each, no
+     * branch; passes k >= n (rows past the lengths) copy nothing (source
+     * size 0: the tile gets zeros, the pointer stays on the last row read). */
+    __device__ __forceinline__ void passes_async(uint32_t d, const unsigned char *sp, int n) const {
+#pragma unroll
+        for (int k = 0; k < PASSES; ++k) {
+            cp_async16_n(d + k * kPass, sp, k < n ? 16 : 0);
+            if (k + 1 < n) sp += pass_step;
+        }
+    }
+
+    /* Copies chunk c (frames [32c, 32c+32)) of the warp's 64 tokens into
+     * tile slot c % 4 (and, for slot 0, into the mirror after the ring),
+     * cells inside the lengths only: whole 16-byte pieces asynchronously, a
+     * piece cut by a length element by element. */
+    __device__ __forceinline__ void load(int c, int X, int Y) const {
+        const int f_lo = 32 * c;
+        if (f_lo >= Y) return;
+        const unsigned char *sp = src + (int64_t)c * chunk_step;
+        const uint32_t d0 = dst + (uint32_t)((c & 3) * 32 * (FRAME_ROWS ? kSmallRows : 1) * ES);
+        const bool mirror = (c & 3) == 0;
+        if constexpr (!FRAME_ROWS) {
+            const int f0 = f_lo + q;
+            if (f0 + EPC <= Y) {
+                passes_async(d0, sp, passes);
+                if (mirror) passes_async(d0 + kMirror, sp, passes);
+            } else if (f0 < Y) {
+                unsigned char *dg = dst_g + (c & 3) * 32 * ES;
+                for (int k = 0; k < passes; ++k)
+                    for (int e = 0; e < EPC && f0 + e < Y; ++e) {
+                        const TV x = ((const TV *)(sp + k * pass_step))[e];
+                        ((TV *)(dg + k * kPass))[e] = x;
+                        if (mirror) ((TV *)(dg + kMirror + k * kPass))[e] = x;
+                    }
+            }
+        } else {
+            const int fr = f_lo + q;
+            const int n = fr < Y ? (Y - fr + RPP - 1) / RPP : 0; /* passes with a frame < y_len */
+            if (whole) {
+                passes_async(d0, sp, n);
+                if (mirror) passes_async(d0 + kMirror, sp, n);
+            } else if (cut) {
+                unsigned char *dg = dst_g + (c & 3) * 32 * kSmallRows * ES;
+                for (int k = 0; k < n && k < PASSES; ++k)
+                    for (int e = 0; e < EPC && t0 + e < X; ++e) {
+                        const TV x = ((const TV *)(sp + k * pass_step))[e];
+                        ((TV *)(dg + k * kPass))[e] = x;
+                        if (mirror) ((TV *)(dg + kMirror + k * kPass))[e] = x;
+                    }
+            }
+        }
+    }
+};
+
+/* Sets the lane's own cells of chunk c below the band (token > frame) to
+ * -inf in the tile, once the chunk has landed. The sweep then needs no
+ * predicate for them: by induction every score below the band is -inf
+ * (both its predecessors are below the band, from the -inf start), exactly
+ * what the masked step forces. A lane reads only its own two tokens' cells,
+ * so no other lane waits for this. Tokens >= x_len are left alone. */
+template <typename TV, bool FRAME_ROWS>
+__device__ __forceinline__ void small_below(unsigned char *tile, int lane, int j0, int c, int X) {
+    const int f_lo = 32 * c;
+    if (j0 + 1 <= f_lo || j0 >= X) return;
+    const bool top = j0 + 1 < X; /* token j0+1 is < x_len */
+    const int n1 = j0 + 1 - f_lo < 32 ? j0 + 1 - f_lo : 32; /* frames below token j0+1 */
+    const TV ninf = narrow_neg_inf<TV>();
+    TV *t = (TV *)tile;
+    for (int copy = 0; copy < ((c & 3) == 0 ? 2 : 1); ++copy) {
+        const int slot = (c & 3) * 32 + copy * kSmallRing;
+        for (int k = 0; k < n1; ++k) {
+            /* frame f_lo + k: below token j0 when f_lo + k < j0 */
+            if constexpr (FRAME_ROWS) {
+                TV *row = t + (size_t)(slot + k) * kSmallRows + 2 * lane;
+                if (f_lo + k < j0) row[0] = ninf;
+                if (top) row[1] = ninf;
+            } else {
+                TV *row = t + (size_t)(2 * lane) * kSmallCols + slot + k;
+                if (f_lo + k < j0) row[0] = ninf;
+                if (top) row[kSmallCols] = ninf;
+            }
+        }
+    }
+}
+
+/* The lane's two cells at column col of the tile (col in [0, kSmallCols)). */
+template <typename TV, bool FRAME_ROWS, typename TA>
+__device__ __forceinline__ void small_cells(const unsigned char *tile, int lane, int col, TA &v0, TA &v1) {
+    constexpr int ES = (int)sizeof(TV);
+    if constexpr (FRAME_ROWS) {
+        const unsigned char *p = tile + ((size_t)col * kSmallRows + 2 * lane) * ES;
+        if constexpr (ES == 4) {
+            const float2 x = *(const float2 *)p;
+            v0 = widen(*(const TV *)&x.x);
+            v1 = widen(*(const TV *)&x.y);
+        } else if constexpr (ES == 8) {
+            const double2 x = *(const double2 *)p;
+            v0 = widen(x.x);
+            v1 = widen(x.y);
+        } else {
+            const uint32_t x = *(const uint32_t *)p;
+            const uint16_t lo = (uint16_t)x, hi = (uint16_t)(x >> 16);
+            v0 = widen(*(const TV *)&lo);
+            v1 = widen(*(const TV *)&hi);
+        }
+    } else {
+        const TV *row = (const TV *)tile + (size_t)(2 * lane) * kSmallCols + col;
+        v0 = widen(row[0]);
+        v1 = widen(row[kSmallCols]);
+    }
+}
+
+/* The sweep state of one lane: scores of its two tokens, the input from the
+ * token below for this step, NaN/+inf guards, decision shift registers. */
+template <typename TA> struct SmallLane {
+    TA q0, q1, in, g0, g1;
+    uint32_t w0, w1;
+};
+
+/* One chunk: steps t = 32c .. 32c+31, lane l at frame f = 32c + j - l.
+ * kFast: c >= 1 and every frame of the chunk is < y_len. Cells below the
+ * band are -inf in the tile (small_below), so their scores come out -inf
+ * with no predicate; tokens >= x_len compute on stale tile cells (their
+ * scores only reach tokens above them, their guards are ignored); the guard
+ * skips cells above the band. kMasked: anything else (frames >= y_len leave
+ * the lane's state as it was at frame y_len-1, stores only for frames in
+ * [0, y_len)).
+ * The tile cells of step j+2 are loaded at step j: a step's chain is
+ * compare, select, add, and a load's latency would be most of it. */
+enum { kFast, kMasked };
+
+template <typename TV, bool FRAME_ROWS, int MODE, typename TA>
+__device__ __forceinline__ void small_chunk(const unsigned char *tile, SmallLane<TA> &s, int lane,
+                                            int c, int j0, int X, int Y, int width,
+                                            const TA *bnd_in, TA *bnd_out, uint32_t *bits0,
+                                            uint32_t *bits1) {
+    const int fbase = 32 * c - lane;
+    const int col = fbase & (kSmallRing - 1); /* + j < kSmallCols */
+    const int edge = j0 - fbase + width;      /* token j0 in the band at step j <=> j <= edge */
+    const int wi = lane > 0 ? c - 1 : c;      /* kFast: the word lane l closes here */
+    TA* const out = bnd_out + fbase;           /* lane 31's frame of step j at out[j] */
+    TA va[3], vb[3];
+    small_cells<TV, FRAME_ROWS>(tile, lane, col, va[0], vb[0]);
+    small_cells<TV, FRAME_ROWS>(tile, lane, col + 1, va[1], vb[1]);
+#pragma unroll
+    for (int j = 0; j < 32; ++j) {
+        const int f = fbase + j, t = 32 * c + j;
+        if (j + 2 < 32) small_cells<TV, FRAME_ROWS>(tile, lane, col + j + 2, va[(j + 2) % 3], vb[(j + 2) % 3]);
+        const TA v0 = va[j % 3], v1 = vb[j % 3];
+        /* the input of the next step: lane l-1's top score of the step
+         * before this one (frame f-1 of token j0-1 at the next step's f);
+         * lane 0's from the warp below (row 0: -inf for warp 0) */
+        TA nx = __shfl_up_sync(kFullMask, s.q1, 1);
+        TA b;
+        if constexpr (MODE == kMasked) b = t < Y ? bnd_in[t] : neg_inf<TA>();
+        else b = bnd_in[t];
+        nx = lane == 0 ? b : nx;
+        const bool a1 = s.q1 < s.q0, a0 = s.q0 < s.in; /* MaxPlus::plus's compare */
+        TA n1 = (a1 ? s.q0 : s.q1) + v1;
+        TA n0 = (a0 ? s.in : s.q0) + v0;
+        if constexpr (MODE == kMasked) {
+            const int d0 = j0 - f; /* token - frame */
+            const bool live = f < Y, below0 = d0 > 0, below1 = d0 + 1 > 0;
+            const bool band0 = !below0 && d0 >= -width && j0 < X;
+            const bool band1 = !below1 && d0 + 1 >= -width && j0 + 1 < X;
+            s.g0 = band0 ? guard_max(s.g0, v0) : s.g0;
+            s.g1 = band1 ? guard_max(s.g1, v1) : s.g1;
+            n0 = below0 ? neg_inf<TA>() : n0;
+            n1 = below1 ? neg_inf<TA>() : n1;
+            s.q0 = live ? n0 : s.q0;
+            s.q1 = live ? n1 : s.q1;
+            s.w0 = live ? s.w0 * 2u + (uint32_t)a0 : s.w0;
+            s.w1 = live ? s.w1 * 2u + (uint32_t)a1 : s.w1;
+            const bool real = f >= 0 && f < Y;
+            /* frame f closes a word: (f & 31) == 31 <=> lane == (j + 1) & 31 */
+            if (lane == ((j + 1) & 31) && real) {
+                bits0[f >> 5] = s.w0;
+                bits1[f >> 5] = s.w1;
+            }
+            if (lane == 31 && real) out[j] = s.q1;
+        } else {
+            s.g0 = j <= edge ? guard_max(s.g0, v0) : s.g0;
+            s.g1 = j <= edge + 1 ? guard_max(s.g1, v1) : s.g1;
+            s.q0 = n0;
+            s.q1 = n1;
+            s.w0 = s.w0 * 2u + (uint32_t)a0;
+            s.w1 = s.w1 * 2u + (uint32_t)a1;
+            if (lane == ((j + 1) & 31)) {
+                bits0[wi] = s.w0;
+                bits1[wi] = s.w1;
+            }
+            if (lane == 31) out[j] = s.q1;
+        }
+        s.in = nx;
+    }
+}
+
+template <typename TV, bool FRAME_ROWS>
+__global__ void __launch_bounds__(512, 1) hard_small(SmallArgs a) {
+    using TA = typename AccOf<TV>::type;
+    extern __shared__ __align__(16) unsigned char smem[];
+    __shared__ int s_x, s_y, s_status, s_bad;
+    __shared__ double s_final;
+
+    const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5, NT = blockDim.x;
+    const int W = a.warps, sw = a.sw;
+    const int64_t b = blockIdx.x;
+    const SmallSmem L = small_smem(W, a.S, sw, (int)sizeof(TV), (int)sizeof(TA));
+    TA *bnd = (TA *)(smem + L.bnd);
+    uint32_t *bits = (uint32_t *)(smem + L.bits);
+    int32_t *rb = (int32_t *)(smem + L.rb);
+    int32_t *ft = (int32_t *)(smem + L.ft);
+
+    /* ---- lengths ---- */
+    if (tid == 0) {
+        s_bad = 0;
+        s_x = s_y = 0;
+    }
+    for (int64_t i = tid; i < small_bnd_stride(a.S); i += NT) bnd[i] = neg_inf<TA>(); /* row 0 */
+    if (a.mask) {
+        __syncthreads();
+        int nx, ny;
+        mask_counts(a.mask, a.m0, a.m1, a.m2, a.mask_es, a.mask_float, b, a.T, a.S, tid, NT, nx, ny);
+        if (lane == 0) {
+            atomicAdd(&s_x, nx);
+            atomicAdd(&s_y, ny);
+        }
+        __syncthreads();
+        if (tid == 0) s_status = length_status(s_x, s_y, a.T, a.S);
+    } else if (tid == 0) {
+        const int64_t x = a.x_len[b], y = a.y_len[b];
+        s_status = length_status(x, y, a.T, a.S);
+        s_x = s_status == MAS_OK ? (int)x : 0;
+        s_y = s_status == MAS_OK ? (int)y : 0;
+    }
+    __syncthreads();
+    const int X = s_x, Y = s_y;
+    const bool sweep = s_status == MAS_OK;
+
+    /* ---- forward sweep ---- */
+    /* Rounds separated by __syncthreads: warp w runs chunk c in round
+     * c + kSmallLag * w. Chunk c of warp w reads the top scores of warp w-1
+     * up to frame 32c+31, which lane 31 of warp w-1 writes by the end of its
+     * chunk c+1 (lane 31 is 31 frames behind lane 0): one round earlier. */
+    const int base = w * kSmallRows;
+    const bool active = sweep && w < W && base < X;
+    const int nch = (Y + 31 + 31) / 32; /* lane 31 reaches frame Y-1 */
+    const int rounds = sweep ? nch + kSmallLag * ((X + kSmallRows - 1) / kSmallRows - 1) : 0;
+    constexpr int TB = kSmallRows * kSmallCols * (int)sizeof(TV);
+    unsigned char *tile = smem + L.tiles + (size_t)(active ? w : 0) * TB;
+    const TV *item = (const TV *)a.value + b * a.s0;
+    const int width = Y - X, j0 = base + 2 * lane;
+    const int64_t stride = small_bnd_stride(a.S);
+    const TA *bnd_in = bnd + (size_t)w * stride + kBndPad;
+    TA *bnd_out = bnd + (size_t)(w + 1) * stride + kBndPad;
+    uint32_t *bits0 = bits + (size_t)(active ? j0 : 0) * sw, *bits1 = bits0 + sw;
+    SmallLane<TA> s;
+    s.q0 = s.q1 = s.g0 = s.g1 = neg_inf<TA>();
+    s.in = (w == 0 && lane == 0) ? (TA)0 : neg_inf<TA>(); /* the virtual start */
+    s.w0 = s.w1 = 0;
+    const SmallLoader<TV, FRAME_ROWS> loader(tile, item, a.s1, a.s2, base, X, lane);
+    if (active) {
+        loader.load(0, X, Y);
+        async_commit();
+        loader.load(1, X, Y);
+        async_commit();
+    }
+#pragma unroll 1
+    for (int i = 0; i < rounds; ++i) {
+        /* the warp below's scores of the last round are written, and every
+         * lane is done with the slot chunk c+2 goes to (chunk c-2's) */
+        __syncthreads();
+        const int c = i - kSmallLag * w;
+        if (!active || c < 0 || c >= nch) continue;
+        loader.load(c + 2, X, Y);
+        async_commit();
+        async_wait<2>();
+        __syncwarp(); /* every lane's pieces of chunk c have landed */
+        small_below<TV, FRAME_ROWS>(tile, lane, j0, c, X);
+        if (c >= 1 && 32 * c + 31 <= Y - 1)
+            small_chunk<TV, FRAME_ROWS, kFast>(tile, s, lane, c, j0, X, Y, width, bnd_in, bnd_out, bits0,
+                                               bits1);
+        else
+            small_chunk<TV, FRAME_ROWS, kMasked>(tile, s, lane, c, j0, X, Y, width, bnd_in, bnd_out,
+                                                 bits0, bits1);
+    }
+    if (active) {
+        async_wait<0>();
+        /* the word of frame Y-1 when it is not full: bit 0 holds frame Y-1 */
+        const int yl = Y - 1;
+        if ((yl & 31) != 31) {
+            bits0[yl >> 5] = s.w0 << (31 - (yl & 31));
+            bits1[yl >> 5] = s.w1 << (31 - (yl & 31));
+        }
+        if (j0 == X - 1) s_final = (double)s.q0;
+        if (j0 + 1 == X - 1) s_final = (double)s.q1;
+        const bool bad = (j0 < X && !(s.g0 < pos_inf<TA>())) || (j0 + 1 < X && !(s.g1 < pos_inf<TA>()));
+        if (__any_sync(kFullMask, bad) && lane == 0) s_bad = 1;
+    }
+    __syncthreads();
+
+    /* ---- status and backtrack (one thread: T steps) ---- */
+    if (tid == 0) {
+        int st = s_status;
+        if (st == MAS_OK && s_bad) st = MAS_ERR_NONFINITE_VALUE;
+        if (st == MAS_OK && s_final == -(double)INFINITY) st = MAS_ERR_NO_FINITE_PATH;
+        s_status = st;
+        if (st == MAS_OK) {
+            /* The words of token r-1 that its run most likely ends in
+             * (the current frame's word and the two below) are loaded
+             * while token r is resolved, so the shared-memory latency is
+             * off the chain of dependent steps; others are read as needed. */
+            int f = Y - 1;
+            int b = f >> 5; /* p0, p1, p2: row X-1's words b, b-1, b-2 */
+            const uint32_t *row = bits + (size_t)(X - 1) * sw;
+            uint32_t p0 = row[b], p1 = b >= 1 ? row[b - 1] : 0u, p2 = b >= 2 ? row[b - 2] : 0u;
+            for (int r = X - 1; r > 0; --r) {
+                const int mf = f >> 5;
+                const uint32_t *next = row - sw;
+                const uint32_t q0 = next[mf], q1 = mf >= 1 ? next[mf - 1] : 0u,
+                               q2 = mf >= 2 ? next[mf - 2] : 0u;
+                /* the run of token r ends at f: it starts at the last frame
+                 * s in [r, f] whose bit says moved, r when none */
+                int s = r;
+                for (int m = mf;; --m) {
+                    const int hi = 32 * m + 31 < f ? 32 * m + 31 : f;
+                    const int lo = 32 * m > r ? 32 * m : r;
+                    /* frame F at bit 31 - (F & 31): [lo, hi] -> bits [31-(hi&31), 31-(lo&31)] */
+                    const uint32_t mask = (0xffffffffu << (31 - (hi & 31))) & (0xffffffffu >> (lo & 31));
+                    const uint32_t w = m == b ? p0 : m == b - 1 ? p1 : m == b - 2 ? p2 : row[m];
+                    const uint32_t hit = w & mask;
+                    if (hit) {
+                        s = 32 * m + 31 - (__ffs(hit) - 1);
+                        break;
+                    }
+                    if (32 * m <= r) break;
+                }
+                rb[r] = s;
+                f = s - 1;
+                row = next;
+                b = mf;
+                p0 = q0;
+                p1 = q1;
+                p2 = q2;
+            }
+            rb[0] = 0;
+        }
+    }
+    __syncthreads();
+    const bool ok = s_status == MAS_OK;
+
+    /* ---- outputs ---- */
+    if (ok) {
+        for (int r = tid; r < X; r += NT) {
+            const int e = r + 1 < X ? rb[r + 1] : Y;
+            for (int f = rb[r]; f < e; ++f) ft[f] = r;
+        }
+        for (int f = Y + tid; f < a.S; f += NT) ft[f] = -1;
+    } else {
+        for (int f = tid; f < a.S; f += NT) ft[f] = -1;
+    }
+    if (tid == 0) {
+        const double score = ok ? s_final : -(double)INFINITY;
+        if (a.score) {
+            if (a.score_f64) ((double *)a.score)[b] = score;
+            else ((float *)a.score)[b] = (float)score;
+        }
+        if (!ok && a.error_word)
+            atomicMin(a.error_word, ((unsigned long long)b << 8) | (unsigned long long)s_status);
+    }
+    if (a.durations) {
+        int32_t *d = a.durations + b * a.durations_stride;
+        for (int r = tid; r < a.T; r += NT) d[r] = ok && r < X ? (r + 1 < X ? rb[r + 1] : Y) - rb[r] : 0;
+    }
+    __syncthreads(); /* ft complete */
+    if (a.indices) {
+        int32_t *o = a.indices + b * a.indices_stride;
+        for (int f = tid; f < a.S; f += NT) o[f] = ft[f];
+    }
+    if (a.frame_token) { /* for hard_path, as hard_backtrack leaves them */
+        int32_t *o = a.frame_token + b * a.S, *rbo = a.run_begin + b * a.T, *reo = a.run_end + b * a.T;
+        for (int f = tid; f < a.S; f += NT) o[f] = ft[f];
+        for (int r = tid; r < a.T; r += NT) {
+            const bool in = ok && r < X;
+            rbo[r] = in ? rb[r] : 0;
+            reo[r] = in ? (r + 1 < X ? rb[r + 1] : Y) : 0;
+        }
+    }
+    if (a.path.data) {
+        const PathArgs &p = a.path;
+        int shift = p.group_shift; /* planned for 256 threads: at most the block's */
+        while ((NT >> shift) == 0) --shift;
+        const int gsize = 1 << shift;
+        const int sub = tid >> shift, gl = tid & (gsize - 1), per_block = NT >> shift;
+        const int64_t rows = p.rows_over_frames ? a.T : a.S;
+        const int64_t len = p.rows_over_frames ? a.S : a.T;
+        const int64_t inner = p.rows_over_frames ? p.s2 : p.s1;
+        const int64_t outer = p.rows_over_frames ? p.s1 : p.s2;
+        for (int64_t r = sub; r < rows; r += per_block) {
+            int64_t lo = 0, hi = 0;
+            if (p.rows_over_frames) {
+                if (ok && r < X) {
+                    lo = rb[r];
+                    hi = r + 1 < X ? rb[r + 1] : Y;
+                }
+            } else {
+                lo = ft[r];
+                hi = lo + 1;
+            }
+            unsigned char *rowp = p.data + (b * p.s0 + r * outer) * p.es;
+            switch (p.es) {
+            case 1: path_row<1>(rowp, len, inner, p.vec != 0, lo, hi, p.one, gl, gsize); break;
+            case 2: path_row<2>(rowp, len, inner, p.vec != 0, lo, hi, p.one, gl, gsize); break;
+            case 4: path_row<4>(rowp, len, inner, p.vec != 0, lo, hi, p.one, gl, gsize); break;
+            default: path_row<8>(rowp, len, inner, p.vec != 0, lo, hi, p.one, gl, gsize); break;
+            }
+        }
+    }
+}
+
+} // namespace mas_cuda
+
+#endif
