@@ -10,7 +10,7 @@
 #   3. pytest of the GPU-relevant Python files ($PYTESTS) on the built module
 #   4. with MAS_CALLS=1: `python -m libmas bench --device cuda --calls` and
 #      bench/profile_calls.py (host time of each piece of a call)
-#   5. with PROFILE_SMALL=1: bench/profile_small.sh (ncu of hard_small)
+#   5. with PROFILE_SMALL=1: bench/profile_hard.sh small (ncu of hard_small)
 # CUDA_TESTS="" runs none; REPLAY_FILES=0 skips the replay.
 # Usage: bench/gpu_one_call.sh      Exit: non-zero when a step failed.
 set -u -o pipefail
@@ -110,10 +110,10 @@ if [ "${MAS_CALLS:-0}" = 1 ]; then
     >"$LOGS/profile_calls.log" 2>&1 || fail=1
 fi
 if [ "${PROFILE_SMALL:-0}" = 1 ]; then
-  step "5. ncu of hard_small (bench/profile_small.sh)"
+  step "5. ncu of hard_small (bench/profile_hard.sh small)"
   nvcc -std=c++17 -O2 -lineinfo -arch=sm_"$ARCH" -Iinclude -Ilib -Itests/c tests/cuda/bench_hard_cuda.cu \
     "$LIB" -lm -lpthread -o "$B/bench_hard_cuda" >"$LOGS/nvcc_bench_profile.log" 2>&1 &&
-    OUT="$LOGS/profile" bash bench/profile_small.sh "$B" 2>&1 | tee -a "$LOGS/summary.log" || fail=1
+    OUT="$LOGS/profile" bash bench/profile_hard.sh "$B" small 2>&1 | tee -a "$LOGS/summary.log" || fail=1
 fi
 step "done, status $fail"
 exit $fail

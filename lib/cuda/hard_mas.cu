@@ -227,6 +227,19 @@ int load_mode(const mas_tensor3 *value, int64_t es) {
     return LOAD_ANY;
 }
 
+/* The kernels' view of a mask (mask NULL: data NULL). */
+MaskView mask_view(const mas_tensor3 *mask) {
+    MaskView m = {nullptr, 0, 0, 0, 0, 0};
+    if (!mask) return m;
+    m.data = (const unsigned char *)mask->data;
+    m.s0 = view_stride(mask, 0);
+    m.s1 = view_stride(mask, 1);
+    m.s2 = view_stride(mask, 2);
+    m.es = (int)mas_dtype_size((mas_dtype)mask->dtype);
+    m.is_float = mas_is_float_dtype((mas_dtype)mask->dtype);
+    return m;
+}
+
 /* Both entry points: lengths from x_len/y_len, or (mask non-NULL) counted
  * from the mask on the device. */
 mas_status hard_cuda_run(const mas_tensor3 *value, const int64_t *x_len, const int64_t *y_len,
@@ -258,12 +271,7 @@ mas_status hard_cuda_run(const mas_tensor3 *value, const int64_t *x_len, const i
         sa.S = S;
         sa.x_len = x_len;
         sa.y_len = y_len;
-        sa.mask = mask ? (const unsigned char *)mask->data : nullptr;
-        sa.m0 = mask ? view_stride(mask, 0) : 0;
-        sa.m1 = mask ? view_stride(mask, 1) : 0;
-        sa.m2 = mask ? view_stride(mask, 2) : 0;
-        sa.mask_es = mask ? (int)mas_dtype_size((mas_dtype)mask->dtype) : 0;
-        sa.mask_float = mask ? mas_is_float_dtype((mas_dtype)mask->dtype) : 0;
+        sa.mask = mask_view(mask);
         sa.warps = warps;
         sa.sw = (int)((S + 31) / 32);
         sa.durations = out->durations;
@@ -299,12 +307,7 @@ mas_status hard_cuda_run(const mas_tensor3 *value, const int64_t *x_len, const i
 
     if (mask) {
         MaskArgs ma;
-        ma.mask = (const unsigned char *)mask->data;
-        ma.m0 = view_stride(mask, 0);
-        ma.m1 = view_stride(mask, 1);
-        ma.m2 = view_stride(mask, 2);
-        ma.es = (int)mas_dtype_size((mas_dtype)mask->dtype);
-        ma.is_float = mas_is_float_dtype((mas_dtype)mask->dtype);
+        ma.mask = mask_view(mask);
         ma.B = B;
         ma.T = T;
         ma.S = S;

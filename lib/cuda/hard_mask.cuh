@@ -21,16 +21,21 @@ __device__ __forceinline__ bool mask_nonzero(const unsigned char *p, int es, int
     }
 }
 
+/* A mask as the kernels read it (data NULL: the lengths are given). */
+struct MaskView {
+    const unsigned char *data;
+    int64_t s0, s1, s2; /* element strides (size-1 axes: 0) */
+    int es, is_float;   /* element bytes; 1 for a float dtype */
+};
+
 /* This thread's share (n threads, index tid) of the two counts of item b,
  * summed over the warp: every lane gets the warp's sums. */
-__device__ __forceinline__ void mask_counts(const unsigned char *mask, int64_t m0, int64_t m1,
-                                            int64_t m2, int es, int is_float, int64_t b,
-                                            int64_t T, int64_t S, int tid, int n, int &nx,
-                                            int &ny) {
-    const unsigned char *m = mask + b * m0 * es;
+__device__ __forceinline__ void mask_counts(const MaskView &mv, int64_t b, int64_t T, int64_t S,
+                                            int tid, int n, int &nx, int &ny) {
+    const unsigned char *m = mv.data + b * mv.s0 * mv.es;
     nx = ny = 0;
-    for (int64_t i = tid; i < T; i += n) nx += mask_nonzero(m + i * m1 * es, es, is_float);
-    for (int64_t j = tid; j < S; j += n) ny += mask_nonzero(m + j * m2 * es, es, is_float);
+    for (int64_t i = tid; i < T; i += n) nx += mask_nonzero(m + i * mv.s1 * mv.es, mv.es, mv.is_float);
+    for (int64_t j = tid; j < S; j += n) ny += mask_nonzero(m + j * mv.s2 * mv.es, mv.es, mv.is_float);
     for (int o = 16; o > 0; o >>= 1) {
         nx += __shfl_xor_sync(kFullMask, nx, o);
         ny += __shfl_xor_sync(kFullMask, ny, o);
@@ -38,9 +43,7 @@ __device__ __forceinline__ void mask_counts(const unsigned char *mask, int64_t m
 }
 
 struct MaskArgs {
-    const unsigned char *mask;
-    int64_t m0, m1, m2;
-    int es, is_float;
+    MaskView mask;
     int64_t B, T, S;
     int64_t *x_len, *y_len; /* written: [B] each */
 };
@@ -51,7 +54,7 @@ __global__ void __launch_bounds__(128) hard_mask_lengths(MaskArgs a) {
     const int64_t b = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
     if (b >= a.B) return;
     int nx, ny;
-    mask_counts(a.mask, a.m0, a.m1, a.m2, a.es, a.is_float, b, a.T, a.S, lane, 32, nx, ny);
+    mask_counts(a.mask, b, a.T, a.S, lane, 32, nx, ny);
     if (lane == 0) {
         a.x_len[b] = nx;
         a.y_len[b] = ny;

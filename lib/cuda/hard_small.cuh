@@ -55,9 +55,7 @@ struct SmallArgs {
     int64_t s0, s1, s2; /* element strides of value ([B, T, S] view) */
     int64_t T, S;
     const int64_t *x_len, *y_len; /* NULL when the lengths come from mask */
-    const unsigned char *mask;    /* Glow-TTS mask, value's dims, or NULL */
-    int64_t m0, m1, m2;           /* its element strides (size-1 axes: 0) */
-    int mask_es, mask_float;      /* element bytes; 1 for a float dtype */
+    MaskView mask;                /* Glow-TTS mask, value's dims (data NULL: none) */
     int warps;                    /* sweep warps: warps * 64 >= T */
     int sw;                       /* decision words per token: ceil(S / 32) */
     int32_t *durations;
@@ -388,10 +386,10 @@ __global__ void __launch_bounds__(512, 1) hard_small(SmallArgs a) {
         s_x = s_y = 0;
     }
     for (int64_t i = tid; i < small_bnd_stride(a.S); i += NT) bnd[i] = neg_inf<TA>(); /* row 0 */
-    if (a.mask) {
+    if (a.mask.data) {
         __syncthreads();
         int nx, ny;
-        mask_counts(a.mask, a.m0, a.m1, a.m2, a.mask_es, a.mask_float, b, a.T, a.S, tid, NT, nx, ny);
+        mask_counts(a.mask, b, a.T, a.S, tid, NT, nx, ny);
         if (lane == 0) {
             atomicAdd(&s_x, nx);
             atomicAdd(&s_y, ny);

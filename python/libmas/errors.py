@@ -216,25 +216,14 @@ def _state(torch, device):
     return state
 
 
-def error_word(torch, device, stream):
-    """(word handle, ticket) for a CUDA call about to be enqueued on stream.
-    Under graph capture the word is a fresh captured fill and ticket None."""
+def begin(torch, device, stream, poll=True):
+    """(word handle, ticket) for a CUDA call about to be enqueued on stream;
+    with poll, first raises for an earlier call's error whose readback has
+    completed (what poll() does; one capture query serves both). Under
+    graph capture the word is a fresh captured fill, ticket None, no poll."""
     if torch._C._cuda_isCurrentStreamCapturing():
         return torch.full((1,), -1, dtype=torch.int64, device=device), None
-    with _lock:
-        state = _state(torch, device)
-        slot = state.take_word(stream)
-    return state.handle(slot), (state, slot)
-
-
-def begin(torch, device, stream):
-    """poll() and error_word() in one: raises for an earlier call's error
-    whose readback has completed, then returns (word handle, ticket) for a
-    call about to be enqueued on stream (under graph capture a fresh
-    captured word tensor and ticket None, and no poll)."""
-    if torch._C._cuda_isCurrentStreamCapturing():
-        return torch.full((1,), -1, dtype=torch.int64, device=device), None
-    if _states:
+    if poll and _states:
         _settle(wait=False, late=True)
     with _lock:
         state = _state(torch, device)

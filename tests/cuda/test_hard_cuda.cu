@@ -381,6 +381,50 @@ static void argument_errors_case(void) {
     ts_case_end();
 }
 
+/* Device outputs of one call on [B, T, S] with a contiguous uint8 path
+ * (poisoned), float32 scores and the error word at all ones; for the cases
+ * that build their inputs by hand (mask_case, large_case). */
+typedef struct dev_outputs {
+    int64_t B, T, S;
+    uint8_t *path;
+    int32_t *durations, *indices;
+    float *score;
+    uint64_t *error_word;
+} dev_outputs;
+
+static void dev_outputs_make(dev_outputs *o, int64_t B, int64_t T, int64_t S) {
+    o->B = B;
+    o->T = T;
+    o->S = S;
+    CUDA_OK(cudaMalloc((void **)&o->path, (size_t)(B * T * S)));
+    CUDA_OK(cudaMemset(o->path, 0xa5, (size_t)(B * T * S)));
+    CUDA_OK(cudaMalloc((void **)&o->durations, (size_t)(B * T) * 4));
+    CUDA_OK(cudaMalloc((void **)&o->indices, (size_t)(B * S) * 4));
+    CUDA_OK(cudaMalloc((void **)&o->score, (size_t)B * 4));
+    CUDA_OK(cudaMalloc((void **)&o->error_word, 8));
+    CUDA_OK(cudaMemset(o->error_word, 0xff, 8));
+}
+
+/* After the call: everything back to the host (path may be NULL). */
+static void dev_outputs_fetch(const dev_outputs *o, uint8_t *path, int32_t *durations,
+                              int32_t *indices, float *score, uint64_t *word) {
+    CUDA_OK(cudaDeviceSynchronize());
+    const int64_t B = o->B, T = o->T, S = o->S;
+    if (path) CUDA_OK(cudaMemcpy(path, o->path, (size_t)(B * T * S), cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(durations, o->durations, (size_t)(B * T) * 4, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(indices, o->indices, (size_t)(B * S) * 4, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(score, o->score, (size_t)B * 4, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(word, o->error_word, 8, cudaMemcpyDeviceToHost));
+}
+
+static void dev_outputs_free(dev_outputs *o) {
+    cudaFree(o->path);
+    cudaFree(o->durations);
+    cudaFree(o->indices);
+    cudaFree(o->score);
+    cudaFree(o->error_word);
+}
+
 /* mas_hard_cuda_mask: the lengths counted from a mask (float32, uint8,
  * bfloat16 or int64; prefix 0/1, or with holes and other non-zero values in
  * the first row and column, where the count of non-zero entries is the
@@ -457,17 +501,8 @@ static void mask_case(ts_rng *rng, int64_t case_no) {
     free(wc);
 
     void *vd = dev_copy(v, (size_t)n * 4), *md = dev_copy(m, (size_t)n * mes);
-    uint8_t *pd;
-    int32_t *dd, *id;
-    float *sd;
-    uint64_t *ed;
-    CUDA_OK(cudaMalloc((void **)&pd, (size_t)n));
-    CUDA_OK(cudaMemset(pd, 0xa5, (size_t)n));
-    CUDA_OK(cudaMalloc((void **)&dd, B * T * 4));
-    CUDA_OK(cudaMalloc((void **)&id, B * S * 4));
-    CUDA_OK(cudaMalloc((void **)&sd, B * 4));
-    CUDA_OK(cudaMalloc((void **)&ed, 8));
-    CUDA_OK(cudaMemset(ed, 0xff, 8));
+    dev_outputs d;
+    dev_outputs_make(&d, B, T, S);
     size_t wsg = mas_hard_cuda_mask_workspace_size(B, T, S, MAS_FLOAT32);
     TS_CHECK(wsg > mas_hard_cuda_workspace_size(B, T, S, MAS_FLOAT32), "mask workspace size");
     void *wg;
@@ -476,24 +511,21 @@ static void mask_case(ts_rng *rng, int64_t case_no) {
     vdev.data = vd;
     mdev.data = md;
     mas_hard_outputs og = oc;
-    og.path.data = pd;
-    og.durations = dd;
-    og.indices = id;
-    og.score = sd;
-    TS_CHECK(mas_hard_cuda_mask(&vdev, &mdev, &og, wg, wsg - 1, NULL, ed) == MAS_ERR_WORKSPACE_TOO_SMALL,
+    og.path.data = d.path;
+    og.durations = d.durations;
+    og.indices = d.indices;
+    og.score = d.score;
+    TS_CHECK(mas_hard_cuda_mask(&vdev, &mdev, &og, wg, wsg - 1, NULL, d.error_word) ==
+                 MAS_ERR_WORKSPACE_TOO_SMALL,
              "one byte short");
     mas_tensor3 mbad = mdev;
     mbad.dim[2] = S + 1;
-    TS_CHECK(mas_hard_cuda_mask(&vdev, &mbad, &og, wg, wsg, NULL, ed) == MAS_ERR_BAD_SHAPE, "mask dims");
-    mas_status gst = mas_hard_cuda_mask(&vdev, &mdev, &og, wg, wsg, NULL, ed);
+    TS_CHECK(mas_hard_cuda_mask(&vdev, &mbad, &og, wg, wsg, NULL, d.error_word) == MAS_ERR_BAD_SHAPE,
+             "mask dims");
+    mas_status gst = mas_hard_cuda_mask(&vdev, &mdev, &og, wg, wsg, NULL, d.error_word);
     TS_CHECK(gst == MAS_OK, "mas_hard_cuda_mask status %d", (int)gst);
-    CUDA_OK(cudaDeviceSynchronize());
     uint64_t word;
-    CUDA_OK(cudaMemcpy(dur_g, dd, B * T * 4, cudaMemcpyDeviceToHost));
-    CUDA_OK(cudaMemcpy(idx_g, id, B * S * 4, cudaMemcpyDeviceToHost));
-    CUDA_OK(cudaMemcpy(score_g, sd, B * 4, cudaMemcpyDeviceToHost));
-    CUDA_OK(cudaMemcpy(path_g, pd, (size_t)n, cudaMemcpyDeviceToHost));
-    CUDA_OK(cudaMemcpy(&word, ed, 8, cudaMemcpyDeviceToHost));
+    dev_outputs_fetch(&d, path_g, dur_g, idx_g, score_g, &word);
     mas_error gerr;
     mas_decode_device_error(word, &gerr);
     TS_CHECK(gerr.status == (int32_t)cst && (cst == MAS_OK || gerr.item == cerr.item),
@@ -504,8 +536,8 @@ static void mask_case(ts_rng *rng, int64_t case_no) {
     TS_CHECK(memcmp(score_g, score_c, B * 4) == 0, "scores differ from mas_hard_cpu");
     TS_CHECK(memcmp(path_g, path_c, (size_t)n) == 0, "path differs from mas_hard_cpu");
     #undef AT
-    cudaFree(vd); cudaFree(md); cudaFree(pd); cudaFree(dd); cudaFree(id); cudaFree(sd);
-    cudaFree(ed); cudaFree(wg);
+    cudaFree(vd); cudaFree(md); cudaFree(wg);
+    dev_outputs_free(&d);
     free(v); free(m); free(xl); free(yl); free(path_c); free(path_g); free(dur_c); free(idx_c);
     free(dur_g); free(idx_g);
     ts_case_end();
@@ -556,17 +588,8 @@ static void large_case(uint64_t seed) {
 
     void *vd = dev_copy(v, (size_t)n * 2);
     int64_t *xd = (int64_t *)dev_copy(xl, sizeof xl), *yd = (int64_t *)dev_copy(yl, sizeof yl);
-    uint8_t *pd;
-    int32_t *dd, *id;
-    float *sd;
-    uint64_t *ed;
-    CUDA_OK(cudaMalloc((void **)&pd, (size_t)n));
-    CUDA_OK(cudaMemset(pd, 0xa5, (size_t)n));
-    CUDA_OK(cudaMalloc((void **)&dd, B * T * 4));
-    CUDA_OK(cudaMalloc((void **)&id, B * S * 4));
-    CUDA_OK(cudaMalloc((void **)&sd, 8));
-    CUDA_OK(cudaMalloc((void **)&ed, 8));
-    CUDA_OK(cudaMemset(ed, 0xff, 8));
+    dev_outputs d;
+    dev_outputs_make(&d, B, T, S);
     size_t wsg = mas_hard_cuda_workspace_size(B, T, S, MAS_BFLOAT16);
     void *wg;
     CUDA_OK(cudaMalloc(&wg, wsg));
@@ -574,23 +597,18 @@ static void large_case(uint64_t seed) {
     vdev.data = vd;
     mas_hard_outputs og;
     memset(&og, 0, sizeof og);
-    og.path = (mas_tensor3){pd, MAS_UINT8, 0, {B, T, S}, {T * S, S, 1}};
-    og.durations = dd;
+    og.path = (mas_tensor3){d.path, MAS_UINT8, 0, {B, T, S}, {T * S, S, 1}};
+    og.durations = d.durations;
     og.durations_stride = T;
-    og.indices = id;
+    og.indices = d.indices;
     og.indices_stride = S;
-    og.score = sd;
-    mas_status gst = mas_hard_cuda(&vdev, xd, yd, &og, wg, wsg, NULL, ed);
+    og.score = d.score;
+    mas_status gst = mas_hard_cuda(&vdev, xd, yd, &og, wg, wsg, NULL, d.error_word);
     TS_CHECK(gst == MAS_OK, "mas_hard_cuda status %d", (int)gst);
-    CUDA_OK(cudaDeviceSynchronize());
     int32_t *dur_g = (int32_t *)malloc(B * T * 4), *idx_g = (int32_t *)malloc(B * S * 4);
     float score_g[2];
     uint64_t word;
-    CUDA_OK(cudaMemcpy(dur_g, dd, B * T * 4, cudaMemcpyDeviceToHost));
-    CUDA_OK(cudaMemcpy(idx_g, id, B * S * 4, cudaMemcpyDeviceToHost));
-    CUDA_OK(cudaMemcpy(score_g, sd, 8, cudaMemcpyDeviceToHost));
-    CUDA_OK(cudaMemcpy(&word, ed, 8, cudaMemcpyDeviceToHost));
-    CUDA_OK(cudaMemcpy(path_h, pd, (size_t)n, cudaMemcpyDeviceToHost));
+    dev_outputs_fetch(&d, path_h, dur_g, idx_g, score_g, &word);
     TS_CHECK(word == MAS_DEVICE_NO_ERROR, "error word %llx", (unsigned long long)word);
     TS_CHECK(memcmp(dur_g, dur_c, B * T * 4) == 0, "durations differ from mas_hard_cpu");
     TS_CHECK(memcmp(idx_g, idx_c, B * S * 4) == 0, "indices differ from mas_hard_cpu");
@@ -613,12 +631,8 @@ static void large_case(uint64_t seed) {
     cudaFree(vd);
     cudaFree(xd);
     cudaFree(yd);
-    cudaFree(pd);
-    cudaFree(dd);
-    cudaFree(id);
-    cudaFree(sd);
-    cudaFree(ed);
     cudaFree(wg);
+    dev_outputs_free(&d);
     free(v);
     free(path_h);
     free(dur_c);
