@@ -620,12 +620,26 @@ mas_status mas_topo_forward_sum_cpu(const mas_topo_args *args,
 /* The same on a CUDA device, asynchronously on `stream`, value errors
  * (the item statuses above) in *error_word (mas_decode_device_error).
  * Device memory: emissions, labels, token_len, frame_len, the outputs and
- * the workspace; host memory: the topology's stay / advance arrays. One
- * block per item; limits of this backend: k <= 16 and at most 8192 states
- * per item (MAS_ERR_BAD_ARGUMENT beyond). Workspace: hard, one bit per
- * cell (no long-form yet); soft, every forward score. MAS_ERR_NO_CUDA in a
- * build without CUDA. */
+ * the workspace; host memory: the topology's stay / advance arrays.
+ * Hard: items of up to 1024 states run one block an item; longer chains
+ * are split over several blocks that hand the scores at their edges on
+ * frame by frame (all of an item's blocks must be resident at once:
+ * MAS_ERR_BAD_ARGUMENT beyond: about 130,000 states per item on an H100 in
+ * float32, 65,000 in float64).
+ * Soft: one block an item, at most 8192 states (MAS_ERR_BAD_ARGUMENT
+ * beyond). Limits of both: k <= 16, frames < 2^31.
+ * mas_topo_cuda_workspace_size: bytes for the call (soft = 1) or for the
+ * unbounded hard call (one decision bit per cell, two with skip edges); 0
+ * for bad arguments. MAS_ERR_NO_CUDA in a build without CUDA. */
 size_t mas_topo_cuda_workspace_size(const mas_topo_args *args, int32_t soft);
+/* The smallest workspace mas_viterbi_cuda accepts (the unbounded size when
+ * that is smaller); 0 for bad arguments. With less than the unbounded
+ * size, mas_viterbi_cuda runs the long form: the frames in segments as
+ * long as the workspace allows, a checkpoint column of every state before
+ * each segment, the forward once more segment by segment during the
+ * backtrack (about twice the forward's time); the same outputs bit for
+ * bit. Below the minimum, MAS_ERR_WORKSPACE_TOO_SMALL. */
+size_t mas_topo_cuda_min_workspace_size(const mas_topo_args *args);
 mas_status mas_viterbi_cuda(const mas_topo_args *args, const mas_topo_hard_outputs *out,
                             void *workspace, size_t workspace_size, void *stream,
                             uint64_t *error_word);

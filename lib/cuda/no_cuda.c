@@ -98,6 +98,11 @@ size_t mas_topo_cuda_workspace_size(const mas_topo_args *args, int32_t soft) {
     return 0;
 }
 
+size_t mas_topo_cuda_min_workspace_size(const mas_topo_args *args) {
+    (void)args;
+    return 0;
+}
+
 mas_status mas_viterbi_cuda(const mas_topo_args *args, const mas_topo_hard_outputs *out,
                             void *workspace, size_t workspace_size, void *stream,
                             uint64_t *error_word) {

@@ -28,6 +28,7 @@
 #define MAS_CUDA_TOPO_SWEEP_CUH
 
 #include "common/checks.h"
+#include "cuda/dp_link.cuh"
 #include "cuda/dp_semiring.cuh"
 #include "cuda/hard_common.cuh"
 
@@ -39,6 +40,32 @@ constexpr int kTopoAhead = 4;              /* emission loads this many frames ah
 constexpr int kTopoMaxThreads = 1024;
 constexpr int kTopoMaxJ = 8; /* states per thread: at most 8192 states */
 constexpr int kTopoWinWords = 2 * (MAS_TOPO_MAX_SKIP + 2); /* per frame of a backtrack window */
+constexpr int kTopoRing = 256;    /* frames in the ring between two blocks of one item */
+constexpr int kTopoProgress = 32; /* the consumer reports its progress every this many frames */
+
+/* The pipelined Viterbi (several blocks an item, frames in segments): each
+ * block sweeps `states` consecutive states of its item (a slab) over frames
+ * [t_begin, t_end); the scores of the kTopoPad states below a slab come from
+ * the block below through a ring of tagged entries (dp_link.cuh), one
+ * entry a frame, as hard_forward.cuh hands its boundary over. Long-form:
+ * the column of every state before a segment is a checkpoint, the segment's
+ * bits the only ones kept (lib/cpu/longform.h describes the scheme). */
+struct TopoPipe {
+    int slabs, states;       /* blocks an item; states a block (J * threads) */
+    int t_begin, t_end;      /* the frames of this sweep */
+    int64_t item0;           /* first item of this launch */
+    unsigned ticket0;        /* tickets taken by earlier launches of the sweep */
+    unsigned *ticket;
+    unsigned long long *ring; /* [B][slabs][kTopoRing][kTopoPad] tagged values */
+    int *progress;           /* [B][slabs][kFlagStride]: frames the consumer has read */
+    const void *ckpt_in;     /* accumulator [B][n_max]: the column at frame t_begin-1 */
+    void *ckpt_out;          /* the column at frame t_end-1; NULL: not kept */
+    int *bad;                /* [B]: OR of the slabs' NaN/+inf flags; NULL on a re-run */
+    double *final_val;       /* [B][2]: states n-1 and alt_final at the last frame; NULL on a re-run */
+    int *status;             /* [B] after the sweep (topo_pipe_settle) */
+    int64_t *walk;           /* [B]: the path's state where the walk goes on */
+    double *score;           /* [B]: the best path's score */
+};
 
 struct TopoArgs {
     const unsigned char *e;
@@ -54,8 +81,9 @@ struct TopoArgs {
     int64_t labels_stride, tokens, n_max;
     const int64_t *token_len, *frame_len;
     /* workspace */
-    uint32_t *bits; /* hard: [B][frames][words][2] (move, skip) */
+    uint32_t *bits; /* hard: [B][bits_frames][words][2] (move, skip) */
     int64_t words;  /* ceil(n_max / 32) */
+    int64_t bits_frames; /* frames a row of bits holds: frames, or one segment's */
     int32_t *path;  /* hard: [B][frames] */
     int32_t *span_ws; /* hard: [B][tokens][2] */
     void *alpha;    /* soft: [B][frames][n_max], accumulator type */
@@ -76,6 +104,7 @@ struct TopoArgs {
     void *grad;
     int64_t gs0, gs1, gs2;
     unsigned long long *error_word;
+    TopoPipe pipe;
 };
 
 /* The block's item: sizes and the chain's shape (lib/cpu/topology.c's
@@ -202,16 +231,21 @@ static __device__ int topo_check_item(const TopoArgs &a, int64_t b, TopoItem *it
  *   MODE_NONE: scores only (log Z). */
 enum { MODE_BITS = 0, MODE_ALPHA = 1, MODE_COMBINE = 2, MODE_NONE = 3 };
 
-template <typename TV, typename SEMI, int J, bool REV, int MODE, bool SKIP>
-__device__ int topo_sweep_impl(const TopoArgs &a, const TopoItem &it,
+template <typename TV, typename SEMI, int J, bool REV, int MODE, bool SKIP, bool PIPE>
+__device__ int topo_sweep_impl(const TopoArgs &a, const TopoItem &it, int slab,
                                typename AccOf<TV>::type *col0, typename AccOf<TV>::type *col1,
                                typename AccOf<TV>::type log_z, typename AccOf<TV>::type *gsum,
                                typename AccOf<TV>::type **last) {
     using TA = typename AccOf<TV>::type;
+    static_assert(!PIPE || (MODE == MODE_BITS && !REV), "the pipeline is the forward Viterbi's");
     const int BD = blockDim.x, tid = threadIdx.x;
     /* int32 in the frame loop: the host keeps frames and states < 2^31 */
     const int n = (int)it.n, S = (int)it.S, d = it.d, width = (int)(it.S - it.n);
     const int64_t b = it.b;
+    /* This block's states [u0, u0 + J*BD) and frames [tb, te). */
+    const int u0 = PIPE ? slab * a.pipe.states : 0;
+    const int tb = PIPE ? a.pipe.t_begin : 0;
+    const int te = PIPE ? (a.pipe.t_end < S ? a.pipe.t_end : S) : S;
     /* Per state: weights, emission row and original state; the emission of
      * the next frame to load (a running pointer, `step` elements a frame)
      * and, when combining, the forward's score likewise. */
@@ -223,7 +257,7 @@ __device__ int topo_sweep_impl(const TopoArgs &a, const TopoItem &it,
     const int64_t astep = REV ? -a.n_max : a.n_max;
 #pragma unroll
     for (int j = 0; j < J; ++j) {
-        const int u = tid + j * BD;
+        const int u = u0 + tid + j * BD;
         wst[j] = wmv[j] = wsk[j] = neg_inf<TA>();
         row[j] = 0;
         orig[j] = 0;
@@ -246,7 +280,7 @@ __device__ int topo_sweep_impl(const TopoArgs &a, const TopoItem &it,
             wsk[j] = (TA)sk;
             row[j] = (int)topo_row(a, it, s);
             orig[j] = (int)s;
-            const int64_t t0 = REV ? S - 1 : 0;
+            const int64_t t0 = REV ? S - 1 : tb;
             ep[j] = (const TV *)a.e + b * a.es0 +
                     (a.gathered ? t0 * a.es1 + row[j] * a.es2 : s * a.es1 + t0 * a.es2);
             ap[j] = (const TA *)a.alpha + (b * a.frames + t0) * a.n_max + s;
@@ -260,8 +294,52 @@ __device__ int topo_sweep_impl(const TopoArgs &a, const TopoItem &it,
     if (MODE == MODE_COMBINE && gsum)
         for (int64_t v = tid; v < 2 * a.V; v += BD) gsum[v] = (TA)0;
     __syncthreads();
-    if (tid == 0) col0[kTopoPad - 1] = (TA)0; /* the virtual start */
+    if (PIPE && tb > 0) {
+        /* a checkpoint: every state of the slab and the kTopoPad below it */
+        const TA *ck = (const TA *)a.pipe.ckpt_in + b * a.n_max;
+        for (int q = tid; q < stride; q += BD) {
+            const int s = u0 - kTopoPad + q;
+            if (s >= 0 && s < n) col0[q] = ck[s];
+        }
+    } else if (tid == 0 && u0 == 0) {
+        col0[kTopoPad - 1] = (TA)0; /* the virtual start */
+    }
     __syncthreads();
+
+    /* Links with the blocks below and above (PIPE): lanes 0..kTopoPad-1 of
+     * warp 0 take the scores of the kTopoPad states below the slab, a frame
+     * at a time, loaded kTopoAhead frames early; the top kTopoPad states'
+     * threads (the last warp's last lanes) send theirs up. */
+    using RL = Link<TA>;
+    constexpr int RW = RL::N;
+    typedef unsigned long long ull;
+    const int warp_count = BD / 32;
+    const int lane = tid & 31, warp = tid >> 5;
+    const volatile ull *in_ring = nullptr;
+    volatile ull *out_ring = nullptr;
+    int *in_progress = nullptr;
+    const int *out_progress = nullptr;
+    int seen = 0;
+    ull pend[kTopoAhead][RW];
+    if (PIPE) {
+        const size_t line = (size_t)b * a.pipe.slabs + slab;
+        if (slab > 0 && warp == 0) {
+            in_ring = (const volatile ull *)a.pipe.ring + (line - 1) * kTopoRing * kTopoPad * RW;
+            in_progress = a.pipe.progress + (line - 1) * kFlagStride;
+        }
+        if (u0 + J * BD < n && warp == warp_count - 1) {
+            out_ring = (volatile ull *)a.pipe.ring + line * kTopoRing * kTopoPad * RW;
+            out_progress = a.pipe.progress + line * kFlagStride;
+        }
+#pragma unroll
+        for (int f = 0; f < kTopoAhead; ++f) {
+#pragma unroll
+            for (int k = 0; k < RW; ++k) pend[f][k] = 0;
+            const int r = f; /* frame tb + r */
+            if (in_ring && lane < kTopoPad && tb + r < te)
+                RL::fetch(in_ring + ((size_t)(r % kTopoRing) * kTopoPad + lane) * RW, pend[f]);
+        }
+    }
 
     /* Does the CPU read the cell of sweep state u at sweep frame tau? Every
      * cell with skip edges; else the band, tau - width <= u <= tau in either
@@ -274,8 +352,8 @@ __device__ int topo_sweep_impl(const TopoArgs &a, const TopoItem &it,
     for (int f = 0; f < kTopoAhead; ++f)
 #pragma unroll
         for (int j = 0; j < J; ++j) {
-            const int u = tid + j * BD;
-            ring[j][f] = readable(u, f) ? widen(ep[j][f * estep]) : neg_inf<TA>();
+            const int u = u0 + tid + j * BD;
+            ring[j][f] = readable(u, tb + f) ? widen(ep[j][f * estep]) : neg_inf<TA>();
             if (MODE == MODE_COMBINE) aring[j][f] = u < n && f < S ? ap[j][f * astep] : neg_inf<TA>();
         }
 #pragma unroll
@@ -285,22 +363,22 @@ __device__ int topo_sweep_impl(const TopoArgs &a, const TopoItem &it,
     }
 
     int bad = 0;
-    const int lane = tid & 31, warp = tid >> 5;
     TA *prev = col0, *cur = col1;
-    uint32_t *bits_t = a.bits + (b * a.frames + (REV ? S - 1 : 0)) * a.words * 2;
+    uint32_t *bits_t = a.bits + (b * a.bits_frames + (REV ? S - 1 : 0)) * a.words * 2;
     const int64_t bits_step = (REV ? -2 : 2) * a.words;
     TA *alpha_t = (TA *)a.alpha + (b * a.frames) * a.n_max;
     const int blank_row = a.has_blank ? a.blank : -1;
 #pragma unroll 1
-    for (int t0 = 0; t0 < S; t0 += kTopoAhead) {
+    for (int t0 = tb; t0 < te; t0 += kTopoAhead) {
 #pragma unroll
         for (int f = 0; f < kTopoAhead; ++f) {
             const int tau = t0 + f;
-            if (tau >= S) break; /* the same for every thread */
+            if (tau >= te) break; /* the same for every thread */
             const int tn = tau + kTopoAhead;
+            TA top = neg_inf<TA>(); /* the last state's score (J-1), sent up */
 #pragma unroll
             for (int j = 0; j < J; ++j) {
-                const int u = tid + j * BD;
+                const int ul = tid + j * BD, u = u0 + ul;
                 const TA cell = ring[j][f];
                 ring[j][f] = readable(u, tn) ? widen(*ep[j]) : neg_inf<TA>();
                 ep[j] += estep;
@@ -314,7 +392,7 @@ __device__ int topo_sweep_impl(const TopoArgs &a, const TopoItem &it,
                 TA q = neg_inf<TA>();
                 bool mv_bit = false, sk_bit = false;
                 if (live) {
-                    const TA *p = prev + kTopoPad + u;
+                    const TA *p = prev + kTopoPad + ul;
                     const TA stay = p[0] + wst[j], move = p[-1] + wmv[j];
                     mv_bit = stay < move;
                     q = SEMI::plus(stay, move);
@@ -325,12 +403,19 @@ __device__ int topo_sweep_impl(const TopoArgs &a, const TopoItem &it,
                     }
                     bad |= readable(u, tau) & !(cell < pos_inf<TA>());
                     q = q + cell;
-                    cur[kTopoPad + u] = q;
+                    cur[kTopoPad + ul] = q;
+                    if (PIPE) {
+                        if (tau == S - 1 && a.pipe.final_val && (u == n - 1 || u == it.alt_final))
+                            a.pipe.final_val[2 * b + (u == n - 1 ? 0 : 1)] = (double)q;
+                        if (tau == te - 1 && te < S && a.pipe.ckpt_out)
+                            ((TA *)a.pipe.ckpt_out)[b * a.n_max + u] = q;
+                    }
                 }
+                if (j == J - 1) top = q;
                 if (MODE == MODE_BITS) {
                     const uint32_t wm = __ballot_sync(kFullMask, mv_bit);
                     const uint32_t ws = SKIP ? __ballot_sync(kFullMask, sk_bit) : 0u;
-                    const int wi = (j * BD) / 32 + warp;
+                    const int wi = u0 / 32 + (j * BD) / 32 + warp;
                     if (lane == 0 && wi < a.words) *(uint2 *)(bits_t + 2 * wi) = make_uint2(wm, ws);
                 } else if (MODE == MODE_ALPHA) {
                     if (live) alpha_t[u] = q;
@@ -367,7 +452,41 @@ __device__ int topo_sweep_impl(const TopoArgs &a, const TopoItem &it,
                     gs[v] = (TA)0;
                 }
             }
-            if (tid == 0) cur[kTopoPad - 1] = neg_inf<TA>(); /* no virtual start after frame 0 */
+            if (PIPE && out_ring) {
+                /* Slot reuse: the consumer must have read that frame's lap
+                 * before (rarely waits: the ring is far longer than its lag). */
+                const int r = tau - tb, need = r - kTopoRing + 1;
+                if (seen < need) {
+                    int got = 0;
+                    if (lane == 0) {
+                        do {
+                            got = load_acquire(out_progress);
+                        } while (got < need);
+                    }
+                    seen = __shfl_sync(kFullMask, got, 0);
+                    __syncwarp(); /* lane 0's acquire before every lane's store */
+                }
+                const int m = lane - (32 - kTopoPad);
+                if (m >= 0)
+                    RL::put(out_ring + ((size_t)(r % kTopoRing) * kTopoPad + m) * RW, top,
+                            (unsigned)(r / kTopoRing) + 1u);
+            }
+            if (PIPE && in_ring) {
+                /* The states below at frame tau, for frame tau + 1. */
+                const int r = tau - tb;
+                const bool want = lane < kTopoPad;
+                const volatile ull *slot = in_ring + ((size_t)(r % kTopoRing) * kTopoPad + (want ? lane : 0)) * RW;
+                const TA v = RL::settle(slot, pend[f], (unsigned)(r / kTopoRing) + 1u, want, neg_inf<TA>());
+                if (want) cur[lane] = v;
+                if (want && tn < te)
+                    RL::fetch(in_ring + ((size_t)((tn - tb) % kTopoRing) * kTopoPad + lane) * RW, pend[f]);
+                if (r % kTopoProgress == kTopoProgress - 1) {
+                    __syncwarp(); /* every lane's read before lane 0's release */
+                    if (lane == 0) store_release(in_progress, r + 1);
+                }
+            } else if (tid == 0) {
+                cur[kTopoPad - 1] = neg_inf<TA>(); /* no virtual start after frame 0 */
+            }
             __syncthreads();
             TA *tmp = prev;
             prev = cur;
@@ -385,22 +504,25 @@ __device__ int topo_sweep_impl(const TopoArgs &a, const TopoItem &it,
 
 /* The sweep with or without skip edges (a compile-time choice: the
  * three-way cell and the band test cost instructions every frame). */
-template <typename TV, typename SEMI, int J, bool REV, int MODE>
+template <typename TV, typename SEMI, int J, bool REV, int MODE, bool PIPE = false>
 __device__ int topo_sweep(const TopoArgs &a, const TopoItem &it, typename AccOf<TV>::type *col0,
                           typename AccOf<TV>::type *col1, typename AccOf<TV>::type log_z,
-                          typename AccOf<TV>::type *gsum, typename AccOf<TV>::type **last) {
+                          typename AccOf<TV>::type *gsum, typename AccOf<TV>::type **last,
+                          int slab = 0) {
     if (it.d)
-        return topo_sweep_impl<TV, SEMI, J, REV, MODE, true>(a, it, col0, col1, log_z, gsum, last);
-    return topo_sweep_impl<TV, SEMI, J, REV, MODE, false>(a, it, col0, col1, log_z, gsum, last);
+        return topo_sweep_impl<TV, SEMI, J, REV, MODE, true, PIPE>(a, it, slab, col0, col1, log_z,
+                                                                   gsum, last);
+    return topo_sweep_impl<TV, SEMI, J, REV, MODE, false, PIPE>(a, it, slab, col0, col1, log_z,
+                                                                gsum, last);
 }
 
-/* The final states' total (the CPU's final_total), thread 0's answer. */
+/* The final states' total (the CPU's final_total) from the scores of state
+ * n-1 (last) and of the other final state (alt, unused without one). */
 template <typename TA, bool MAXPLUS>
-__device__ double topo_final(const TopoItem &it, const TA *col, int64_t *best_state) {
-    double last = (double)col[kTopoPad + it.n - 1];
+__device__ double topo_final_of(const TopoItem &it, double last, double alt_col, int64_t *best_state) {
     *best_state = it.n - 1;
     if (it.alt_final < 0) return last;
-    double alt = (double)col[kTopoPad + it.alt_final] + it.alt_weight;
+    double alt = alt_col + it.alt_weight;
     if (sizeof(TA) == 4) alt = (double)(float)alt;
     if (MAXPLUS) {
         if (last < alt) {
@@ -414,6 +536,13 @@ __device__ double topo_final(const TopoItem &it, const TA *col, int64_t *best_st
     return hi + log1p(exp(lo - hi));
 }
 
+/* The same from the last frame's column; thread 0's answer. */
+template <typename TA, bool MAXPLUS>
+__device__ double topo_final(const TopoItem &it, const TA *col, int64_t *best_state) {
+    const double alt = it.alt_final < 0 ? 0 : (double)col[kTopoPad + it.alt_final];
+    return topo_final_of<TA, MAXPLUS>(it, (double)col[kTopoPad + it.n - 1], alt, best_state);
+}
+
 __device__ __forceinline__ void topo_record_error(const TopoArgs &a, int64_t b, int status) {
     if (threadIdx.x == 0 && a.error_word)
         atomicMin(a.error_word, ((unsigned long long)b << 8) | (unsigned long long)status);
@@ -423,72 +552,55 @@ template <typename TA> __device__ __forceinline__ void topo_store(void *base, in
     ((TA *)base)[i] = (TA)x;
 }
 
-/* Viterbi: the forward with decision bits, the backtrack, the outputs. */
-template <typename TV, int J>
-__global__ void __launch_bounds__(kTopoMaxThreads) topo_viterbi(TopoArgs a) {
-    using TA = typename AccOf<TV>::type;
-    extern __shared__ __align__(16) unsigned char smem[];
-    __shared__ int s_status, s_best;
-    __shared__ double s_score;
-    const int BD = blockDim.x, tid = threadIdx.x;
-    const int64_t b = blockIdx.x;
-    const int64_t stride = kTopoPad + (int64_t)J * BD;
-    TA *col0 = (TA *)smem, *col1 = col0 + stride;
-    uint32_t *win = (uint32_t *)(col1 + stride);
+/* The backtrack over frames [t_lo, t_hi] from state s at frame t_hi, by
+ * one warp (all 32 lanes call): path[t] for those frames; returns the state
+ * at frame t_lo - 1 (t_lo > 0). bits: the item's rows, frame t_lo first.
+ * From state s at frame t the path at frame t-f lies in [s - d f, s]: a
+ * window of 32 frames needs at most d+1 words of each kind. */
+static __device__ int64_t topo_walk(const TopoArgs &a, const TopoItem &it, int64_t s, int64_t t_hi,
+                             int64_t t_lo, const uint32_t *bits, uint32_t *win, int32_t *path) {
+    const int lane = threadIdx.x & 31;
+    const int dd = it.d > 1 ? it.d : 1;
+    int64_t t = t_hi;
+    while (t >= t_lo) {
+        int64_t lo = s - 32 * (int64_t)dd;
+        lo = lo < 0 ? 0 : lo;
+        const int64_t w_lo = lo / 32, nw = s / 32 - w_lo + 1;
+        for (int64_t q = lane; q < 32 * nw * 2; q += 32) {
+            const int64_t f = q / (nw * 2), r = q % (nw * 2), tf = t - f;
+            win[f * kTopoWinWords + r] = tf >= t_lo ? bits[((tf - t_lo) * a.words + w_lo) * 2 + r] : 0u;
+        }
+        __syncwarp();
+        if (lane == 0) {
+            for (int f = 0; f < 32 && t - f >= t_lo; ++f) {
+                const int64_t tf = t - f;
+                path[tf] = (int32_t)s;
+                if (tf == 0) break;
+                const int64_t wi = s / 32 - w_lo;
+                const uint32_t bit = 1u << (s % 32);
+                if (it.d && (win[f * kTopoWinWords + 2 * wi + 1] & bit)) s -= it.d;
+                else if (win[f * kTopoWinWords + 2 * wi] & bit) s -= 1;
+            }
+        }
+        s = __shfl_sync(kFullMask, s, 0);
+        t -= 32;
+        __syncwarp();
+    }
+    return s;
+}
 
-    TopoItem it;
-    int status = topo_check_item(a, b, &it);
-    if (status == MAS_OK) {
-        TA *last = nullptr;
-        const int bad = topo_sweep<TV, MaxPlus, J, false, MODE_BITS>(a, it, col0, col1, (TA)0,
-                                                                      nullptr, &last);
-        if (tid == 0) {
-            int64_t best;
-            const double score = topo_final<TA, true>(it, last, &best);
-            s_status = bad ? MAS_ERR_NONFINITE_VALUE
-                           : score == -INFINITY ? MAS_ERR_NO_FINITE_PATH : MAS_OK;
-            s_best = (int)best;
-            s_score = score;
-        }
-        __syncthreads();
-        status = s_status;
-    }
-    int32_t *path = a.path + b * a.frames;
-    if (status == MAS_OK && tid < 32) {
-        /* From state s at frame t the path at frame t-f lies in [s - d f, s]:
-         * a window of 32 frames needs at most d+1 words of each kind. */
-        const int dd = it.d > 1 ? it.d : 1;
-        int64_t s = s_best, t = it.S - 1;
-        while (t >= 0) {
-            int64_t lo = s - 32 * (int64_t)dd;
-            lo = lo < 0 ? 0 : lo;
-            const int64_t w_lo = lo / 32, nw = s / 32 - w_lo + 1;
-            for (int64_t q = tid; q < 32 * nw * 2; q += 32) {
-                const int64_t f = q / (nw * 2), r = q % (nw * 2), tf = t - f;
-                win[f * kTopoWinWords + r] =
-                    tf >= 0 ? a.bits[((b * a.frames + tf) * a.words + w_lo) * 2 + r] : 0u;
-            }
-            __syncwarp();
-            if (tid == 0) {
-                for (int f = 0; f < 32 && t - f >= 0; ++f) {
-                    const int64_t tf = t - f;
-                    path[tf] = (int32_t)s;
-                    if (tf == 0) break;
-                    const int64_t wi = s / 32 - w_lo;
-                    const uint32_t bit = 1u << (s % 32);
-                    if (it.d && (win[f * kTopoWinWords + 2 * wi + 1] & bit)) s -= it.d;
-                    else if (win[f * kTopoWinWords + 2 * wi] & bit) s -= 1;
-                }
-            }
-            s = __shfl_sync(kFullMask, s, 0);
-            t -= 32;
-            __syncwarp();
-        }
-    }
-    __syncthreads();
+/* The outputs of item b from its path (block-wide): state ids, frame
+ * labels, token spans and scores, the score; as beyond the lengths when
+ * status is not MAS_OK (the error recorded). */
+template <typename TV>
+__device__ void topo_outputs(const TopoArgs &a, const TopoItem &it, int status, double score) {
+    using TA = typename AccOf<TV>::type;
+    const int BD = blockDim.x, tid = threadIdx.x;
+    const int64_t b = it.b;
+    const int32_t *path = a.path + b * a.frames;
     const int64_t S = status == MAS_OK ? it.S : 0, L = status == MAS_OK ? it.L : 0;
     if (status != MAS_OK) topo_record_error(a, b, status);
-    if (tid == 0 && a.score) topo_store<TA>(a.score, b, status == MAS_OK ? s_score : -INFINITY);
+    if (tid == 0 && a.score) topo_store<TA>(a.score, b, status == MAS_OK ? score : -INFINITY);
     for (int64_t t = tid; t < a.frames; t += BD) {
         int32_t s = t < S ? path[t] : -1;
         if (a.state_ids) a.state_ids[b * a.state_ids_stride + t] = s;
@@ -529,6 +641,124 @@ __global__ void __launch_bounds__(kTopoMaxThreads) topo_viterbi(TopoArgs a) {
             topo_store<TA>(a.token_scores, b * a.token_scores_stride + i, v);
         }
     }
+}
+
+/* Viterbi of one item in one block: the forward with decision bits, the
+ * backtrack, the outputs. */
+template <typename TV, int J>
+__global__ void __launch_bounds__(kTopoMaxThreads) topo_viterbi(TopoArgs a) {
+    using TA = typename AccOf<TV>::type;
+    extern __shared__ __align__(16) unsigned char smem[];
+    __shared__ int s_status;
+    __shared__ int64_t s_best;
+    __shared__ double s_score;
+    const int BD = blockDim.x, tid = threadIdx.x;
+    const int64_t b = blockIdx.x;
+    const int64_t stride = kTopoPad + (int64_t)J * BD;
+    TA *col0 = (TA *)smem, *col1 = col0 + stride;
+    uint32_t *win = (uint32_t *)(col1 + stride);
+
+    TopoItem it;
+    int status = topo_check_item(a, b, &it);
+    if (status == MAS_OK) {
+        TA *last = nullptr;
+        const int bad = topo_sweep<TV, MaxPlus, J, false, MODE_BITS>(a, it, col0, col1, (TA)0,
+                                                                      nullptr, &last);
+        if (tid == 0) {
+            int64_t best;
+            const double score = topo_final<TA, true>(it, last, &best);
+            s_status = bad ? MAS_ERR_NONFINITE_VALUE
+                           : score == -INFINITY ? MAS_ERR_NO_FINITE_PATH : MAS_OK;
+            s_best = best;
+            s_score = score;
+        }
+        __syncthreads();
+        status = s_status;
+    }
+    if (status == MAS_OK && tid < 32)
+        topo_walk(a, it, s_best, it.S - 1, 0, a.bits + b * a.bits_frames * a.words * 2, win,
+                  a.path + b * a.frames);
+    __syncthreads();
+    topo_outputs<TV>(a, it, status, status == MAS_OK ? s_score : 0);
+}
+
+/* ---- the pipelined Viterbi: several blocks an item, frames in segments ---- */
+
+/* One segment's forward over every slab: blocks take (item, slab) from a
+ * ticket, so that a block only ever waits on blocks that started before it
+ * (the host launches no more blocks at once than can be resident). */
+template <typename TV, int J>
+__global__ void __launch_bounds__(512) topo_pipe_sweep(TopoArgs a) {
+    using TA = typename AccOf<TV>::type;
+    extern __shared__ __align__(16) unsigned char smem[];
+    __shared__ unsigned s_ticket;
+    const int BD = blockDim.x;
+    if (threadIdx.x == 0) s_ticket = atomicAdd(a.pipe.ticket, 1u) - a.pipe.ticket0;
+    __syncthreads();
+    const unsigned ticket = s_ticket;
+    const int64_t b = a.pipe.item0 + ticket / (unsigned)a.pipe.slabs;
+    const int slab = (int)(ticket % (unsigned)a.pipe.slabs);
+    const int64_t stride = kTopoPad + (int64_t)J * BD;
+    TA *col0 = (TA *)smem, *col1 = col0 + stride;
+    TopoItem it;
+    if (topo_check_item(a, b, &it) != MAS_OK) return; /* the settle kernel reports it */
+    /* slabs above the chain and segments after the item: nothing to do
+     * (and nobody waits on them) */
+    if ((int64_t)slab * a.pipe.states >= it.n || a.pipe.t_begin >= it.S) return;
+    TA *last = nullptr;
+    const int bad = topo_sweep<TV, MaxPlus, J, false, MODE_BITS, true>(a, it, col0, col1, (TA)0,
+                                                                        nullptr, &last, slab);
+    if (bad && threadIdx.x == 0 && a.pipe.bad) atomicOr(&a.pipe.bad[b], 1);
+}
+
+/* After the first pass: each item's status, best final state and score. */
+template <typename TV>
+__global__ void __launch_bounds__(256) topo_pipe_settle(TopoArgs a) {
+    using TA = typename AccOf<TV>::type;
+    const int64_t b = blockIdx.x;
+    TopoItem it;
+    int status = topo_check_item(a, b, &it);
+    if (threadIdx.x != 0) return;
+    int64_t best = 0;
+    double score = -INFINITY;
+    if (status == MAS_OK) {
+        score = topo_final_of<TA, true>(it, a.pipe.final_val[2 * b], a.pipe.final_val[2 * b + 1], &best);
+        status = a.pipe.bad[b] ? MAS_ERR_NONFINITE_VALUE
+                 : score == -INFINITY ? MAS_ERR_NO_FINITE_PATH : MAS_OK;
+    }
+    a.pipe.status[b] = status;
+    a.pipe.walk[b] = best;
+    a.pipe.score[b] = score;
+}
+
+/* The backtrack through one segment's bits, a warp an item, from where the
+ * later segment left the path (or the best final state in the item's last
+ * segment). */
+static __global__ void __launch_bounds__(128) topo_pipe_walk(TopoArgs a, int64_t B) {
+    __shared__ uint32_t win[4][32 * kTopoWinWords];
+    const int w = threadIdx.x >> 5;
+    const int64_t b = (int64_t)blockIdx.x * 4 + w;
+    if (b >= B || a.pipe.status[b] != MAS_OK) return;
+    const int64_t S = a.frame_len[b], tb = a.pipe.t_begin;
+    if (tb >= S) return;
+    TopoItem it; /* what the walk needs: the skip distance */
+    it.d = a.has_blank ? (a.token_len[b] >= 1 ? 2 : 0)
+                       : (a.skips && a.token_len[b] >= 2 ? a.k + 1 : 0);
+    const int64_t t_hi = (S < a.pipe.t_end ? S : a.pipe.t_end) - 1;
+    const int64_t s = a.pipe.walk[b];
+    const uint32_t *bits = a.bits + b * a.bits_frames * a.words * 2;
+    const int64_t end = topo_walk(a, it, s, t_hi, tb, bits, win[w], a.path + b * a.frames);
+    if ((threadIdx.x & 31) == 0) a.pipe.walk[b] = end;
+}
+
+/* The outputs, a block an item. */
+template <typename TV>
+__global__ void __launch_bounds__(256) topo_pipe_emit(TopoArgs a) {
+    const int64_t b = blockIdx.x;
+    TopoItem it;
+    int status = topo_check_item(a, b, &it);
+    if (status == MAS_OK) status = a.pipe.status[b];
+    topo_outputs<TV>(a, it, status, status == MAS_OK ? a.pipe.score[b] : 0);
 }
 
 /* Forward-sum: log Z, then (when wanted) the reversed sweep's posterior and

@@ -15,35 +15,106 @@ using namespace mas_cuda;
 
 namespace {
 
-/* Workspace regions (256-byte aligned): hard keeps decision bits, the path
- * and span scratch; soft every score of the forward. */
+/* States an item may have for the one-block Viterbi (topo_viterbi, one
+ * state a thread); more go to the pipelined one, several blocks an item
+ * (topo_pipe_sweep), as does every long-form call. On the H100 the one
+ * block is the faster up to here: CTC B=32 S=1500 L=300 (601 states) took
+ * 0.65 ms in one block an item against 0.95 ms in 5 blocks of 128
+ * (bench/results/topology-gpu-h100.md). */
+constexpr int64_t kOneBlockStates = 1024;
+
+/* Threads (= states) of a pipelined block: larger blocks for longer chains,
+ * so that an item's blocks stay few enough to be resident together. */
+int pipe_threads(int64_t n_max) { return n_max <= 65536 ? 128 : 256; }
+
+/* Workspace regions (256-byte aligned): hard keeps decision bits (of every
+ * frame, or of one segment of `seg` frames in the long form), the path and
+ * span scratch, and for the pipelined Viterbi its links, flags and the
+ * checkpoints; soft every score of the forward. */
 struct TopoLayout {
-    int64_t n_max, words;
-    size_t bits, path, spans, alpha, total;
+    int64_t n_max, words, frames;
+    int pipe, threads, slabs;
+    int64_t seg, nseg;
+    size_t bits, path, spans, alpha, ring, progress, bad, final_val, status, walk, score, ckpt,
+        ckpt_stride, total;
 };
 
 int64_t topo_frames(const mas_topo_args *a) {
     return a->gathered ? a->emissions.dim[1] : a->emissions.dim[2];
 }
 
-TopoLayout topo_layout(const mas_topo_args *a, int soft) {
+/* seg: frames a segment (0: every frame, the unbounded run). */
+TopoLayout topo_layout(const mas_topo_args *a, int soft, int64_t seg = 0) {
     TopoLayout L;
     const int64_t B = a->emissions.dim[0], S = topo_frames(a);
     L.n_max = mas_topology_states(&a->topology, a->tokens);
     if (L.n_max < 1) L.n_max = 1;
     L.words = (L.n_max + 31) / 32;
+    L.frames = S;
+    L.seg = seg > 0 && seg < S ? seg : S;
+    L.nseg = S > 0 ? (S + L.seg - 1) / L.seg : 1;
+    L.pipe = !soft && (L.n_max > kOneBlockStates || L.nseg > 1);
+    L.threads = pipe_threads(L.n_max);
+    L.slabs = (int)((L.n_max + L.threads - 1) / L.threads);
     const size_t acc = a->emissions.dtype == MAS_FLOAT64 ? 8 : 4;
+    const size_t b = (size_t)B;
     size_t at = 0;
     L.bits = at;
-    if (!soft) at += align256((size_t)B * (size_t)S * (size_t)L.words * 8);
+    if (!soft) at += align256(b * (size_t)L.seg * (size_t)L.words * 8);
     L.path = at;
-    if (!soft) at += align256((size_t)B * (size_t)S * 4);
+    if (!soft) at += align256(b * (size_t)S * 4);
     L.spans = at;
-    if (!soft) at += align256((size_t)B * (size_t)(a->tokens > 0 ? a->tokens : 1) * 8);
+    if (!soft) at += align256(b * (size_t)(a->tokens > 0 ? a->tokens : 1) * 8);
     L.alpha = at;
-    if (soft) at += align256((size_t)B * (size_t)S * (size_t)L.n_max * acc);
+    if (soft) at += align256(b * (size_t)S * (size_t)L.n_max * acc);
+    L.ring = at;
+    if (L.pipe) at += align256(b * (size_t)L.slabs * kTopoRing * kTopoPad * acc * 2);
+    L.progress = at;
+    if (L.pipe) at += align256((b * (size_t)L.slabs + 1) * kFlagStride * sizeof(int));
+    L.bad = at;
+    if (L.pipe) at += align256(b * sizeof(int));
+    L.final_val = at;
+    if (L.pipe) at += align256(b * 2 * sizeof(double));
+    L.status = at;
+    if (L.pipe) at += align256(b * sizeof(int));
+    L.walk = at;
+    if (L.pipe) at += align256(b * sizeof(int64_t));
+    L.score = at;
+    if (L.pipe) at += align256(b * sizeof(double));
+    L.ckpt = at;
+    L.ckpt_stride = align256(b * (size_t)L.n_max * acc);
+    at += (size_t)(L.nseg - 1) * L.ckpt_stride;
     L.total = at + 256;
     return L;
+}
+
+/* The longest segment (fewest segments) whose layout fits in bytes; 0 when
+ * none does. */
+int64_t pick_segment(const mas_topo_args *a, size_t bytes) {
+    const int64_t S = topo_frames(a);
+    for (int64_t nseg = 1; nseg <= S; ++nseg) {
+        const int64_t seg = (S + nseg - 1) / nseg;
+        if (nseg > 1 && (S + seg - 1) / seg != nseg) continue; /* the same as a smaller count */
+        const TopoLayout L = topo_layout(a, 0, seg);
+        if (L.total <= bytes) return seg;
+        /* the checkpoints alone only grow from here */
+        if ((size_t)(nseg - 1) * L.ckpt_stride > bytes) break;
+    }
+    return 0;
+}
+
+/* The smallest hard workspace (the unbounded one when that is smaller). */
+size_t min_hard_bytes(const mas_topo_args *a) {
+    const int64_t S = topo_frames(a);
+    size_t best = topo_layout(a, 0).total;
+    for (int64_t nseg = 2; nseg <= S; ++nseg) {
+        const int64_t seg = (S + nseg - 1) / nseg;
+        if ((S + seg - 1) / seg != nseg) continue;
+        const TopoLayout L = topo_layout(a, 0, seg);
+        if (L.total < best) best = L.total;
+        if ((size_t)(nseg - 1) * L.ckpt_stride > best) break;
+    }
+    return best;
 }
 
 /* States per thread and threads per block for n_max states; 0 when the
@@ -57,13 +128,15 @@ int pick_j(int64_t n_max, int *threads) {
     return jj;
 }
 
-/* What only the CUDA kernel limits: k, the states a block holds, the byte
- * size of a blank-free skip (shared with the CPU's checks). */
-mas_status cuda_limits(const mas_topo_args *a) {
+/* What only the CUDA kernels limit: k; the states of the soft sweep's one
+ * block an item; int32 frame and state indices in the sweeps. (How many
+ * blocks of one item the device holds at once is checked at the call.) */
+mas_status cuda_limits(const mas_topo_args *a, int soft) {
     if (a->topology.states_per_token > kTopoMaxK) return MAS_ERR_BAD_ARGUMENT;
+    const int64_t n_max = mas_topology_states(&a->topology, a->tokens);
     int threads;
-    if (!pick_j(topo_layout(a, 0).n_max, &threads)) return MAS_ERR_BAD_ARGUMENT;
-    /* one block an item; int32 frame and state indices in the sweep */
+    if (soft && !pick_j(n_max, &threads)) return MAS_ERR_BAD_ARGUMENT;
+    if (n_max > ((int64_t)1 << 30)) return MAS_ERR_BAD_ARGUMENT;
     if (a->emissions.dim[0] > INT32_MAX || topo_frames(a) > INT32_MAX) return MAS_ERR_BAD_SHAPE;
     return MAS_OK;
 }
@@ -98,6 +171,7 @@ void fill_args(TopoArgs &t, const mas_topo_args *a, const TopoLayout &L, unsigne
     t.frame_len = a->frame_len;
     t.bits = (uint32_t *)(ws + L.bits);
     t.words = L.words;
+    t.bits_frames = L.seg;
     t.path = (int32_t *)(ws + L.path);
     t.span_ws = (int32_t *)(ws + L.spans);
     t.alpha = ws + L.alpha;
@@ -126,11 +200,57 @@ mas_status launch(bool soft, TopoArgs &t, const mas_topo_args *a, void *stream) 
     return cudaGetLastError() == cudaSuccess ? MAS_OK : MAS_ERR_CUDA;
 }
 
+/* The pipelined Viterbi over the layout's segments (topo_launch.cuh). */
+mas_status launch_pipe(TopoArgs &t, const mas_topo_args *a, const TopoLayout &L,
+                       unsigned char *ws, void *stream) {
+    PipePlan p;
+    p.threads = L.threads;
+    p.slabs = L.slabs;
+    p.seg = L.seg;
+    p.nseg = L.nseg;
+    p.frames = L.frames;
+    const size_t acc = a->emissions.dtype == MAS_FLOAT64 ? 8 : 4;
+    p.smem = 2 * (size_t)(kTopoPad + p.threads) * acc;
+    p.ring_clear = ws + L.ring;
+    p.ring_clear_bytes = L.bad - L.ring;
+    p.ckpt = ws + L.ckpt;
+    p.ckpt_stride = L.ckpt_stride;
+    t.pipe.slabs = L.slabs;
+    t.pipe.states = L.threads;
+    t.pipe.ring = (unsigned long long *)(ws + L.ring);
+    t.pipe.progress = (int *)(ws + L.progress);
+    t.pipe.ticket = (unsigned *)(ws + L.progress) +
+                    (size_t)a->emissions.dim[0] * L.slabs * kFlagStride;
+    t.pipe.bad = (int *)(ws + L.bad);
+    t.pipe.final_val = (double *)(ws + L.final_val);
+    t.pipe.status = (int *)(ws + L.status);
+    t.pipe.walk = (int64_t *)(ws + L.walk);
+    t.pipe.score = (double *)(ws + L.score);
+    DeviceInfo dev;
+    mas_status st = current_device(&dev);
+    if (st != MAS_OK) return st;
+    const int64_t B = a->emissions.dim[0];
+    cudaStream_t s = (cudaStream_t)stream;
+    switch (a->emissions.dtype) {
+    case MAS_FLOAT32: st = topo_pipe_type<float>(t, p, B, dev, s); break;
+    case MAS_FLOAT64: st = topo_pipe_type<double>(t, p, B, dev, s); break;
+    case MAS_FLOAT16: st = topo_pipe_type<__half>(t, p, B, dev, s); break;
+    default: st = topo_pipe_type<__nv_bfloat16>(t, p, B, dev, s); break;
+    }
+    if (st != MAS_OK) return st;
+    return cudaGetLastError() == cudaSuccess ? MAS_OK : MAS_ERR_CUDA;
+}
+
 } // namespace
 
 extern "C" size_t mas_topo_cuda_workspace_size(const mas_topo_args *args, int32_t soft) {
-    if (mas_topo_check_args(args) != MAS_OK || cuda_limits(args) != MAS_OK) return 0;
+    if (mas_topo_check_args(args) != MAS_OK || cuda_limits(args, soft != 0) != MAS_OK) return 0;
     return topo_layout(args, soft != 0).total;
+}
+
+extern "C" size_t mas_topo_cuda_min_workspace_size(const mas_topo_args *args) {
+    if (mas_topo_check_args(args) != MAS_OK || cuda_limits(args, 0) != MAS_OK) return 0;
+    return min_hard_bytes(args);
 }
 
 extern "C" mas_status mas_viterbi_cuda(const mas_topo_args *args,
@@ -138,17 +258,23 @@ extern "C" mas_status mas_viterbi_cuda(const mas_topo_args *args,
                                        size_t workspace_size, void *stream,
                                        uint64_t *error_word) {
     mas_status st = out ? mas_topo_check_args(args) : MAS_ERR_NULL_POINTER;
-    if (st == MAS_OK) st = cuda_limits(args);
+    if (st == MAS_OK) st = cuda_limits(args, 0);
     if (st == MAS_OK && !workspace) st = MAS_ERR_NULL_POINTER;
     if (st == MAS_OK && !out->state_ids && !out->frame_labels && !out->token_spans &&
         !out->token_scores && !out->score)
         st = MAS_ERR_BAD_ARGUMENT;
     if (st == MAS_OK && out->frame_labels && !args->labels) st = MAS_ERR_BAD_ARGUMENT;
     if (st != MAS_OK) return st;
-    const TopoLayout L = topo_layout(args, 0);
-    if (workspace_size < L.total) return MAS_ERR_WORKSPACE_TOO_SMALL;
+    /* the unbounded layout when it fits, else the long form's longest segment */
+    TopoLayout L = topo_layout(args, 0);
+    if (workspace_size < L.total) {
+        const int64_t seg = pick_segment(args, workspace_size);
+        if (!seg) return MAS_ERR_WORKSPACE_TOO_SMALL;
+        L = topo_layout(args, 0, seg);
+    }
+    unsigned char *ws = align_workspace(workspace);
     TopoArgs t = {};
-    fill_args(t, args, L, align_workspace(workspace));
+    fill_args(t, args, L, ws);
     t.state_ids = out->state_ids;
     t.state_ids_stride = out->state_ids_stride;
     t.frame_labels = out->frame_labels;
@@ -159,6 +285,7 @@ extern "C" mas_status mas_viterbi_cuda(const mas_topo_args *args,
     t.token_scores_stride = out->token_scores_stride;
     t.score = out->score;
     t.error_word = (unsigned long long *)error_word;
+    if (L.pipe) return launch_pipe(t, args, L, ws, stream);
     return launch(false, t, args, stream);
 }
 
@@ -167,7 +294,7 @@ extern "C" mas_status mas_topo_forward_sum_cuda(const mas_topo_args *args,
                                                 void *workspace, size_t workspace_size,
                                                 void *stream, uint64_t *error_word) {
     mas_status st = out ? mas_topo_check_args(args) : MAS_ERR_NULL_POINTER;
-    if (st == MAS_OK) st = cuda_limits(args);
+    if (st == MAS_OK) st = cuda_limits(args, 1);
     if (st == MAS_OK && !workspace) st = MAS_ERR_NULL_POINTER;
     if (st == MAS_OK && !out->log_z && !out->posterior.data && !out->grad.data)
         st = MAS_ERR_BAD_ARGUMENT;

@@ -20,9 +20,15 @@ _KEEP_BYTES = 1 << 20
 _local = threading.local()
 
 
+class Budget(int):
+    """A workspace size below the unbounded one: the call gets exactly this
+    many bytes (never a larger kept workspace, with which the C library
+    would run the unbounded alignment instead of the long form)."""
+
+
 def _host_workspace(nbytes):
     nbytes = max(nbytes, 1)
-    if nbytes > _KEEP_BYTES:
+    if nbytes > _KEEP_BYTES or isinstance(nbytes, Budget):
         return np.empty((nbytes,), np.uint8).__dlpack__()
     kept = getattr(_local, "work", None)
     if kept is None or kept[0].shape[0] < nbytes:
@@ -43,9 +49,10 @@ def _cuda_workspace(frame, key, nbytes, capturing):
     """The workspace's handle for the C module (kept with its capsule, which
     the module reads without consuming, like the host workspaces)."""
     torch = frame.torch
+    if capturing or isinstance(nbytes, Budget) or nbytes > _KEEP_CUDA_BYTES:
+        return frame.handle(torch.empty((max(nbytes, 1),), dtype=torch.uint8,
+                                        device=frame.device))
     nbytes = max(nbytes, 1)
-    if capturing or nbytes > _KEEP_CUDA_BYTES:
-        return frame.handle(torch.empty((nbytes,), dtype=torch.uint8, device=frame.device))
     kept = _cuda_work.get(key)
     if kept is None or kept[0].shape[0] < nbytes:
         if len(_cuda_work) > 64:
@@ -85,7 +92,7 @@ def budgeted(fname, budget, full, minimum, where="CPU"):
         raise ValueError(f"{fname}: max_workspace_bytes={budget} is below the smallest "
                          f"workspace this alignment needs on the {where}: {minimum} bytes "
                          f"(unbounded: {full} bytes)")
-    return budget
+    return Budget(budget)
 
 
 def run(fname, frame, workspace_bytes, invoke, threads):

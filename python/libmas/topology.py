@@ -23,9 +23,12 @@ Ties (hard): stay over advance over skip; ending in n-1 over the other final
 state. The arithmetic is float32 (float64 for float64 input).
 
 Inputs are NumPy arrays or PyTorch tensors, never modified; results come
-back in the input's array type. CUDA tensors run on the GPU (one block per
-item, on the caller's stream, no host synchronisation; at most 8192 states
-per item and k <= 16 there); their item errors (lengths, labels, a target
+back in the input's array type. CUDA tensors run on the GPU (on the
+caller's stream, no host synchronisation; k <= 16; Viterbi splits a chain
+of more than 1024 states over several blocks, up to about 130,000 states
+an item in float32 on an H100, and runs long-form within
+max_workspace_bytes as the CPU does; the soft ops hold at most 8192 states
+an item); their item errors (lengths, labels, a target
 too long for its frames, NaN) are reported lazily as for every CUDA call
 (``libmas.check_errors()``), with the rule but without the Python-side
 numbers of the CPU's messages.
@@ -300,13 +303,11 @@ class _Call:
 
         def workspace_bytes(cuda):
             full = size(cuda, 1 if soft else 0)
-            if cuda and not soft:
-                return _dispatch.budgeted(self.fname, self.budget, full, full,
-                                          "GPU (long-form alignment there is still to come)")
             if soft or self.budget is None or self.budget >= full:
                 return full
-            # hard on the CPU within a budget: long-form (checkpointed) Viterbi
-            return _dispatch.budgeted(self.fname, self.budget, full, size(False, 2))
+            # hard within a budget: long-form (checkpointed) Viterbi
+            return _dispatch.budgeted(self.fname, self.budget, full, size(cuda, 2),
+                                      "GPU" if cuda else "CPU")
 
         def invoke(cuda, work, how, word):
             return _C.topo(cuda, soft, topo, self.gathered, h(self.e), h(self.labels),

@@ -8,7 +8,11 @@
  * float16; items that fail (target too long, a bad label, NaN); more than
  * 1024 states (several states per thread); a CTC batch of the benchmark's
  * shape. Prints "skipped" without a device.
- *   test_topology_cuda [seed] [--small] */
+ * The hard calls also run in the long form (the smallest workspace and one
+ * between it and the unbounded one), bit for bit the CPU's too; items of
+ * more than 1024 states (and every long-form call) run on several blocks
+ * each.
+ *   test_topology_cuda [seed] [--small] [--bench] [--longform L S] */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -51,6 +55,7 @@ typedef struct config {
     int B, L_max, S_max, V;
     mas_dtype dtype;
     int bad_items; /* 1: some items fail */
+    int hard_only; /* 1: no soft call (more states than its one block holds) */
 } config;
 
 static size_t esize(mas_dtype d) { return d == MAS_FLOAT64 ? 8 : d == MAS_FLOAT32 ? 4 : 2; }
@@ -70,6 +75,75 @@ static void *to_dev(const void *h, size_t bytes) {
     CUDA_OK(cudaMalloc(&d, bytes ? bytes : 1));
     if (bytes) CUDA_OK(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice));
     return d;
+}
+
+/* The CPU's hard outputs of a config. */
+typedef struct hard_host {
+    int32_t *ids, *flab, *spans;
+    void *tsc, *score;
+} hard_host;
+
+/* mas_viterbi_cuda with a workspace of ws_bytes (the unbounded size or
+ * less: the long form) against the CPU's outputs, bit for bit, and the
+ * same first failing item and status. */
+static void cuda_hard_vs_cpu(const config *c, const mas_topo_args *da, size_t ws_bytes,
+                             const char *how, const hard_host *cpu, mas_status st_cpu,
+                             const mas_error *err, int want_labels) {
+    const int B = c->B, S_max = c->S_max, Lm = c->L_max;
+    const size_t acc = c->dtype == MAS_FLOAT64 ? 8 : 4;
+    const int f64 = c->dtype == MAS_FLOAT64;
+    int32_t *d_ids, *d_flab, *d_spans;
+    void *d_tsc, *d_score, *d_work;
+    uint64_t *d_word;
+    CUDA_OK(cudaMalloc(&d_ids, (size_t)B * S_max * 4));
+    CUDA_OK(cudaMalloc(&d_flab, (size_t)B * S_max * 4));
+    CUDA_OK(cudaMalloc(&d_spans, (size_t)B * Lm * 8 + 8));
+    CUDA_OK(cudaMalloc(&d_tsc, (size_t)B * Lm * acc + 8));
+    CUDA_OK(cudaMalloc(&d_score, B * acc));
+    CUDA_OK(cudaMalloc(&d_word, 8));
+    CUDA_OK(cudaMemset(d_word, 0xff, 8));
+    /* outputs poisoned: everything must be written */
+    CUDA_OK(cudaMemset(d_ids, 0x5a, (size_t)B * S_max * 4));
+    CUDA_OK(cudaMemset(d_spans, 0x5a, (size_t)B * Lm * 8));
+    mas_topo_hard_outputs dout = {d_ids, S_max, want_labels ? d_flab : NULL, S_max, d_spans, 2 * Lm, d_tsc, Lm, d_score};
+    CUDA_OK(cudaMalloc(&d_work, ws_bytes));
+    mas_status st = mas_viterbi_cuda(da, &dout, d_work, ws_bytes, 0, d_word);
+    CHECK(st == MAS_OK, "%s (%s): mas_viterbi_cuda returned %d", c->name, how, (int)st);
+    CUDA_OK(cudaDeviceSynchronize());
+    uint64_t word;
+    CUDA_OK(cudaMemcpy(&word, d_word, 8, cudaMemcpyDeviceToHost));
+    mas_error derr;
+    mas_decode_device_error(word, &derr);
+    CHECK(derr.status == (st_cpu == MAS_OK ? MAS_OK : err->status) &&
+              (st_cpu == MAS_OK || derr.item == err->item),
+          "%s (%s): hard error cpu (%d, item %lld) cuda (%d, item %lld)", c->name, how,
+          (int)err->status, (long long)err->item, derr.status, (long long)derr.item);
+    int32_t *g_ids = (int32_t *)malloc((size_t)B * S_max * 4), *g_flab = (int32_t *)malloc((size_t)B * S_max * 4);
+    int32_t *g_spans = (int32_t *)malloc((size_t)B * Lm * 8 + 8);
+    void *g_tsc = malloc((size_t)B * Lm * acc + 8), *g_score = malloc(B * acc);
+    CUDA_OK(cudaMemcpy(g_ids, d_ids, (size_t)B * S_max * 4, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(g_flab, d_flab, (size_t)B * S_max * 4, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(g_spans, d_spans, (size_t)B * Lm * 8, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(g_tsc, d_tsc, (size_t)B * Lm * acc, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(g_score, d_score, B * acc, cudaMemcpyDeviceToHost));
+    int mism = 0;
+    for (size_t i = 0; i < (size_t)B * S_max; i++) mism += cpu->ids[i] != g_ids[i];
+    CHECK(mism == 0, "%s (%s): state_ids differ in %d cells", c->name, how, mism);
+    if (want_labels) {
+        mism = 0;
+        for (size_t i = 0; i < (size_t)B * S_max; i++) mism += cpu->flab[i] != g_flab[i];
+        CHECK(mism == 0, "%s (%s): frame_labels differ in %d cells", c->name, how, mism);
+    }
+    mism = 0;
+    for (size_t i = 0; i < (size_t)B * Lm * 2; i++) mism += cpu->spans[i] != g_spans[i];
+    CHECK(mism == 0, "%s (%s): token_spans differ in %d", c->name, how, mism);
+    CHECK(memcmp(cpu->tsc, g_tsc, (size_t)B * Lm * acc) == 0, "%s (%s): token_scores differ",
+          c->name, how);
+    CHECK(memcmp(cpu->score, g_score, B * acc) == 0, "%s (%s): score differs (cpu %g cuda %g)",
+          c->name, how, get_acc(cpu->score, f64, 0), get_acc(g_score, f64, 0));
+    cudaFree(d_ids); cudaFree(d_flab); cudaFree(d_spans); cudaFree(d_tsc); cudaFree(d_score);
+    cudaFree(d_word); cudaFree(d_work);
+    free(g_ids); free(g_flab); free(g_spans); free(g_tsc); free(g_score);
 }
 
 static void run_config(const config *c) {
@@ -153,53 +227,41 @@ static void run_config(const config *c) {
     da.labels = a.labels ? (const int32_t *)to_dev(labels, (size_t)B * Lm * k * 4) : NULL;
     da.token_len = (const int64_t *)to_dev(Lh, B * 8);
     da.frame_len = (const int64_t *)to_dev(Sh, B * 8);
-    int32_t *d_ids, *d_flab, *d_spans;
-    void *d_tsc, *d_score, *d_work;
-    uint64_t *d_word;
-    CUDA_OK(cudaMalloc(&d_ids, (size_t)B * S_max * 4));
-    CUDA_OK(cudaMalloc(&d_flab, (size_t)B * S_max * 4));
-    CUDA_OK(cudaMalloc(&d_spans, (size_t)B * Lm * 8 + 8));
-    CUDA_OK(cudaMalloc(&d_tsc, (size_t)B * Lm * acc + 8));
-    CUDA_OK(cudaMalloc(&d_score, B * acc));
-    CUDA_OK(cudaMalloc(&d_word, 8));
-    CUDA_OK(cudaMemset(d_word, 0xff, 8));
-    mas_topo_hard_outputs dout = {d_ids, S_max, want_labels ? d_flab : NULL, S_max, d_spans, 2 * Lm, d_tsc, Lm, d_score};
-    size_t wg = mas_topo_cuda_workspace_size(&da, 0);
-    CHECK(wg > 0, "%s: cuda workspace size 0", c->name);
-    CUDA_OK(cudaMalloc(&d_work, wg));
-    mas_status st = mas_viterbi_cuda(&da, &dout, d_work, wg, 0, d_word);
-    CHECK(st == MAS_OK, "%s: mas_viterbi_cuda returned %d", c->name, (int)st);
-    CUDA_OK(cudaDeviceSynchronize());
-    uint64_t word;
-    CUDA_OK(cudaMemcpy(&word, d_word, 8, cudaMemcpyDeviceToHost));
-    mas_error derr;
-    mas_decode_device_error(word, &derr);
-    CHECK(derr.status == (st_cpu == MAS_OK ? MAS_OK : err.status) &&
-              (st_cpu == MAS_OK || derr.item == err.item),
-          "%s: hard error cpu (%d, item %lld) cuda (%d, item %lld)", c->name, (int)err.status,
-          (long long)err.item, derr.status, (long long)derr.item);
-    int32_t *g_ids = (int32_t *)malloc((size_t)B * S_max * 4), *g_flab = (int32_t *)malloc((size_t)B * S_max * 4);
-    int32_t *g_spans = (int32_t *)malloc((size_t)B * Lm * 8 + 8);
-    void *g_tsc = malloc((size_t)B * Lm * acc + 8), *g_score = malloc(B * acc);
-    CUDA_OK(cudaMemcpy(g_ids, d_ids, (size_t)B * S_max * 4, cudaMemcpyDeviceToHost));
-    CUDA_OK(cudaMemcpy(g_flab, d_flab, (size_t)B * S_max * 4, cudaMemcpyDeviceToHost));
-    CUDA_OK(cudaMemcpy(g_spans, d_spans, (size_t)B * Lm * 8, cudaMemcpyDeviceToHost));
-    CUDA_OK(cudaMemcpy(g_tsc, d_tsc, (size_t)B * Lm * acc, cudaMemcpyDeviceToHost));
-    CUDA_OK(cudaMemcpy(g_score, d_score, B * acc, cudaMemcpyDeviceToHost));
-    int mism = 0;
-    for (size_t i = 0; i < (size_t)B * S_max; i++) mism += ids[i] != g_ids[i];
-    CHECK(mism == 0, "%s: state_ids differ in %d cells", c->name, mism);
-    if (want_labels) {
-        mism = 0;
-        for (size_t i = 0; i < (size_t)B * S_max; i++) mism += flab[i] != g_flab[i];
-        CHECK(mism == 0, "%s: frame_labels differ in %d cells", c->name, mism);
+    hard_host cpu = {ids, flab, spans, tsc, score};
+    const size_t full = mas_topo_cuda_workspace_size(&da, 0);
+    const size_t least = mas_topo_cuda_min_workspace_size(&da);
+    CHECK(full > 0 && least > 0 && least <= full, "%s: workspace sizes full %zu min %zu", c->name,
+          full, least);
+    /* unbounded, then the long form at the smallest workspace and between */
+    const size_t budgets[3] = {full, least, least + (full - least) / 3};
+    for (int q = 0; q < 3; q++) {
+        if (q > 0 && budgets[q] >= full) continue;
+        cuda_hard_vs_cpu(c, &da, budgets[q], q == 0 ? "unbounded" : q == 1 ? "min" : "mid", &cpu,
+                         st_cpu, &err, want_labels);
     }
-    mism = 0;
-    for (size_t i = 0; i < (size_t)B * Lm * 2; i++) mism += spans[i] != g_spans[i];
-    CHECK(mism == 0, "%s: token_spans differ in %d", c->name, mism);
-    CHECK(memcmp(tsc, g_tsc, (size_t)B * Lm * acc) == 0, "%s: token_scores differ", c->name);
-    CHECK(memcmp(score, g_score, B * acc) == 0, "%s: score differs (cpu %g cuda %g)", c->name,
-          get_acc(score, f64, 0), get_acc(g_score, f64, 0));
+    if (least < full) {
+        void *d_work;
+        int32_t *d_ids;
+        CUDA_OK(cudaMalloc(&d_work, least));
+        CUDA_OK(cudaMalloc(&d_ids, (size_t)B * S_max * 4));
+        mas_topo_hard_outputs o1 = {d_ids, S_max, NULL, 0, NULL, 0, NULL, 0, NULL};
+        CHECK(mas_viterbi_cuda(&da, &o1, d_work, least - 1, 0, NULL) == MAS_ERR_WORKSPACE_TOO_SMALL,
+              "%s: one byte below the minimum is not WORKSPACE_TOO_SMALL", c->name);
+        CUDA_OK(cudaDeviceSynchronize());
+        cudaFree(d_work);
+        cudaFree(d_ids);
+    }
+    if (c->hard_only) {
+        printf("  %-34s B=%d L<=%d S<=%d n_max=%lld: hard %s (workspace %zu, min %zu)\n", c->name,
+               B, Lm, S_max, (long long)n_max, st_cpu == MAS_OK ? "ok" : "item error", full, least);
+        cudaFree((void *)da.emissions.data);
+        cudaFree((void *)da.labels);
+        cudaFree((void *)da.token_len);
+        cudaFree((void *)da.frame_len);
+        free(e); free(labels); free(Lh); free(Sh); free(ids); free(flab); free(spans); free(tsc);
+        free(score);
+        return;
+    }
 
     /* ---- soft ---- */
     const size_t pcount = (size_t)B * n_max * S_max;
@@ -228,10 +290,14 @@ static void run_config(const config *c) {
         CUDA_OK(cudaMalloc(&d_grad, ecount * acc));
         dso.grad.data = d_grad;
     }
+    uint64_t *d_word, word;
+    CUDA_OK(cudaMalloc(&d_word, 8));
     CUDA_OK(cudaMemset(d_word, 0xff, 8));
+    mas_error derr;
+    size_t wg;
     wg = mas_topo_cuda_workspace_size(&da, 1);
     CUDA_OK(cudaMalloc(&d_work2, wg));
-    st = mas_topo_forward_sum_cuda(&da, &dso, d_work2, wg, 0, d_word);
+    mas_status st = mas_topo_forward_sum_cuda(&da, &dso, d_work2, wg, 0, d_word);
     CHECK(st == MAS_OK, "%s: mas_topo_forward_sum_cuda returned %d", c->name, (int)st);
     CUDA_OK(cudaDeviceSynchronize());
     CUDA_OK(cudaMemcpy(&word, d_word, 8, cudaMemcpyDeviceToHost));
@@ -273,11 +339,10 @@ static void run_config(const config *c) {
     cudaFree((void *)da.labels);
     cudaFree((void *)da.token_len);
     cudaFree((void *)da.frame_len);
-    cudaFree(d_ids); cudaFree(d_flab); cudaFree(d_spans); cudaFree(d_tsc); cudaFree(d_score);
-    cudaFree(d_word); cudaFree(d_work); cudaFree(d_lz); cudaFree(d_post); cudaFree(d_grad);
+    cudaFree(d_word); cudaFree(d_lz); cudaFree(d_post); cudaFree(d_grad);
     cudaFree(d_work2);
     free(e); free(labels); free(Lh); free(Sh); free(ids); free(flab); free(spans); free(tsc);
-    free(score); free(g_ids); free(g_flab); free(g_spans); free(g_tsc); free(g_score);
+    free(score);
     free(lz); free(post); free(grad); free(g_lz); free(g_post); free(g_grad);
 }
 
@@ -345,13 +410,92 @@ static void bench_row(const char *name, int k, int blank, int gathered, int B, i
     free(e); free(lab); free(Lh); free(Sh);
 }
 
+/* --longform L S: CTC Viterbi of one item of L labels over S frames (V =
+ * 32, float32 log-probs), unbounded when its workspace fits on the device
+ * and within budgets of 1 GB and the smallest; each run's state ids and
+ * score compared with the first run's, byte for byte. */
+static void bench_longform(int L, int S) {
+    const int V = 32;
+    mas_topology tp;
+    memset(&tp, 0, sizeof tp);
+    tp.states_per_token = 1;
+    tp.has_blank = 1;
+    tp.skip_penalty = -INFINITY;
+    const size_t cnt = (size_t)S * V;
+    float *e = (float *)malloc(cnt * 4);
+    for (size_t i = 0; i < cnt; i++) e[i] = (float)(-3.0 * rng_unit());
+    int32_t *lab = (int32_t *)malloc((size_t)L * 4);
+    for (int q = 0; q < L; q++) lab[q] = 1 + (int)(rng_next() % (V - 1));
+    int64_t Lh = L, Sh = S;
+    mas_topo_args a;
+    memset(&a, 0, sizeof a);
+    a.topology = tp;
+    a.gathered = 1;
+    mas_tensor3 et = {to_dev(e, cnt * 4), MAS_FLOAT32, 0, {1, S, V}, {(int64_t)cnt, V, 1}};
+    a.emissions = et;
+    a.labels = (const int32_t *)to_dev(lab, (size_t)L * 4);
+    a.labels_stride = L;
+    a.tokens = L;
+    a.token_len = (const int64_t *)to_dev(&Lh, 8);
+    a.frame_len = (const int64_t *)to_dev(&Sh, 8);
+    const size_t full = mas_topo_cuda_workspace_size(&a, 0), least = mas_topo_cuda_min_workspace_size(&a);
+    size_t free_b = 0, total_b = 0;
+    CUDA_OK(cudaMemGetInfo(&free_b, &total_b));
+    printf("CTC long-form, L=%d labels (%lld states), S=%d frames, V=%d, float32, one item\n", L,
+           (long long)mas_topology_states(&tp, L), S, V);
+    printf("| workspace | bytes | ms | equal to the first run |\n|---|---|---|---|\n");
+    int32_t *d_ids, *ref = (int32_t *)malloc((size_t)S * 4), *got = (int32_t *)malloc((size_t)S * 4);
+    float *d_score, ref_score = 0, got_score = 0;
+    CUDA_OK(cudaMalloc(&d_ids, (size_t)S * 4));
+    CUDA_OK(cudaMalloc(&d_score, 4));
+    mas_topo_hard_outputs ho = {d_ids, S, NULL, 0, NULL, 0, NULL, 0, d_score};
+    const size_t budgets[3] = {full, (size_t)1 << 30, least};
+    const char *names[3] = {"unbounded", "1 GB budget", "smallest"};
+    int first = 1;
+    for (int q = 0; q < 3; q++) {
+        size_t ws = budgets[q] < full ? budgets[q] : full;
+        if (q > 0 && budgets[q] >= full) continue;
+        if (ws + ((size_t)1 << 28) > free_b) {
+            printf("| %s | %zu | (does not fit: %zu bytes free) | - |\n", names[q], ws, free_b);
+            continue;
+        }
+        void *work;
+        CUDA_OK(cudaMalloc(&work, ws));
+        cudaEvent_t t0, t1;
+        CUDA_OK(cudaEventCreate(&t0));
+        CUDA_OK(cudaEventCreate(&t1));
+        CUDA_OK(cudaEventRecord(t0));
+        mas_status st = mas_viterbi_cuda(&a, &ho, work, ws, 0, NULL);
+        CUDA_OK(cudaEventRecord(t1));
+        CUDA_OK(cudaEventSynchronize(t1));
+        float ms = 0;
+        CUDA_OK(cudaEventElapsedTime(&ms, t0, t1));
+        CUDA_OK(cudaMemcpy(first ? ref : got, d_ids, (size_t)S * 4, cudaMemcpyDeviceToHost));
+        CUDA_OK(cudaMemcpy(first ? &ref_score : &got_score, d_score, 4, cudaMemcpyDeviceToHost));
+        const char *same = first ? "-" : (!memcmp(ref, got, (size_t)S * 4) && ref_score == got_score) ? "yes" : "NO";
+        CHECK(first || same[0] == 'y', "long-form %s differs from the first run", names[q]);
+        CHECK(st == MAS_OK, "long-form %s: status %d", names[q], (int)st);
+        printf("| %s | %zu | %.1f | %s |\n", names[q], ws, ms, same);
+        first = 0;
+        cudaFree(work);
+    }
+    printf("score %.3f\n", (double)ref_score);
+    cudaFree((void *)a.emissions.data); cudaFree((void *)a.labels); cudaFree((void *)a.token_len);
+    cudaFree((void *)a.frame_len); cudaFree(d_ids); cudaFree(d_score);
+    free(e); free(lab); free(ref); free(got);
+}
+
 int main(int argc, char **argv) {
     uint64_t seed = (uint64_t)time(NULL);
-    int small = 0, bench = 0;
+    int small = 0, bench = 0, lf_L = 0, lf_S = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--small")) small = 1;
         else if (!strcmp(argv[i], "--bench")) bench = 1;
-        else seed = strtoull(argv[i], NULL, 10);
+        else if (!strcmp(argv[i], "--longform") && i + 2 < argc) {
+            lf_L = atoi(argv[i + 1]);
+            lf_S = atoi(argv[i + 2]);
+            i += 2;
+        } else seed = strtoull(argv[i], NULL, 10);
     }
     printf("test_topology_cuda seed %llu\n", (unsigned long long)seed);
     int count = 0;
@@ -360,6 +504,11 @@ int main(int argc, char **argv) {
         return 0;
     }
     rng_state = seed ? seed : 1;
+    if (lf_L > 0) {
+        bench_longform(lf_L, lf_S);
+        printf("%d checks, %d failed\n", checks, failures);
+        return failures ? 1 : 0;
+    }
     if (bench) {
         bench_row("CTC Viterbi B=32 S=1500 L=300 V=32", 1, 1, 1, 32, 300, 1500, 32, 0);
         bench_row("CTC log Z + gradient (fwd+bwd), same shape", 1, 1, 1, 32, 300, 1500, 32, 1);
@@ -383,14 +532,19 @@ int main(int argc, char **argv) {
         {"CTC k=2, per state, float64", 2, 1, 0, 0, 3, 8, 50, 5, MAS_FLOAT64, 0},
         {"CTC with failing items", 1, 1, 0, 1, 5, 12, 40, 6, MAS_FLOAT32, 1},
         {"k=2 per state, failing items", 2, 0, 0, 0, 5, 8, 40, 0, MAS_FLOAT32, 1},
+        /* unbounded: several blocks an item from 1025 states */
+        {"k=3 HMM 1500 states, failing items", 3, 0, 0, 0, 5, 500, 1600, 0, MAS_FLOAT32, 1, 0},
+        {"k=2 token skips 600 states, float64", 2, 0, 1, 0, 3, 300, 900, 0, MAS_FLOAT64, 0, 0},
+        {"CTC 601 states, float16", 1, 1, 0, 1, 4, 300, 800, 20, MAS_FLOAT16, 0, 0},
         {"CTC 1401 states (2 per thread)", 1, 1, 0, 1, 2, 700, 1600, 30, MAS_FLOAT32, 0},
         {"k=1 5000 states (8 per thread)", 1, 0, 0, 0, 1, 5000, 5200, 0, MAS_FLOAT32, 0},
+        {"CTC 10001 states (hard only)", 1, 1, 0, 1, 2, 5000, 12000, 40, MAS_FLOAT32, 0, 1},
         {"CTC bench shape B=32 S=1500 L=300", 1, 1, 0, 1, 32, 300, 1500, 32, MAS_FLOAT32, 0},
     };
     const int nconf = (int)(sizeof configs / sizeof configs[0]);
     for (int rep = 0; rep < (small ? 1 : 3); rep++)
         for (int i = 0; i < nconf; i++) {
-            if (small && i >= nconf - 3) continue;
+            if (small && i >= nconf - 4) continue; /* the large ones */
             run_config(&configs[i]);
         }
     printf("%d checks, %d failed\n", checks, failures);

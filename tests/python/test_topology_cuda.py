@@ -72,3 +72,50 @@ def test_cuda_item_errors_are_lazy(rng):
         r.score.sum().item()
         libmas.check_errors()
     assert int(r.state_ids[1, 0]) == -1
+
+
+def _gpu_minimum(fn):
+    """The smallest workspace the GPU call accepts, read from the error of a
+    one-byte budget."""
+    import re
+    with pytest.raises(ValueError, match="needs on the GPU") as info:
+        fn(1)
+    return int(re.search(r"needs on the GPU: (\d+) bytes", str(info.value)).group(1))
+
+
+@pytest.mark.parametrize("L", [30, 700])
+def test_forced_align_cuda_budgets_equal_unbounded(rng, L):
+    """Long form on the GPU (61 and 1401 states: one block an item or
+    several when unbounded): the smallest budget, one between and the unbounded size give the
+    unbounded outputs bit for bit, and the CPU's."""
+    B, S, V = 3, 2 * L + 300, 9
+    lp, tg, il, tl = _ctc(rng, B, S, V, L)
+    args = (lp.cuda(), tg.cuda(), il.cuda(), tl.cuda())
+    base = libmas.forced_align(*args)
+    cpu = libmas.forced_align(lp, tg, il, tl)
+    minimum = _gpu_minimum(lambda n: libmas.forced_align(*args, max_workspace_bytes=n))
+    with pytest.raises(ValueError, match=f"needs on the GPU: {minimum} bytes"):
+        libmas.forced_align(*args, max_workspace_bytes=minimum - 1)
+    for budget in (minimum, 3 * minimum):
+        r = libmas.forced_align(*args, max_workspace_bytes=budget)
+        for name in ("frame_labels", "token_spans", "score", "token_scores", "state_ids"):
+            assert torch.equal(getattr(r, name), getattr(base, name)), (budget, name)
+            assert torch.equal(getattr(r, name).cpu(), getattr(cpu, name)), (budget, name)
+    libmas.check_errors()
+
+
+def test_viterbi_cuda_long_chain_budget(rng):
+    """A 3-state HMM of 3000 states (several blocks an item, more than the
+    soft sweep's one block holds) within the smallest budget."""
+    k, P, S = 3, 1000, 3500
+    topo = libmas.Topology(k, stay=[-0.2] * k, advance=[-1.0] * k)
+    em = torch.randn(1, k * P, S)
+    Ls, Ss = torch.tensor([P]), torch.tensor([S])
+    cpu = libmas.viterbi(em, Ls, Ss, topo)
+    args = (em.cuda(), Ls.cuda(), Ss.cuda(), topo)
+    minimum = _gpu_minimum(lambda n: libmas.viterbi(*args, max_workspace_bytes=n))
+    for budget in (None, minimum):
+        r = libmas.viterbi(*args, max_workspace_bytes=budget)
+        assert torch.equal(r.state_ids.cpu(), cpu.state_ids)
+        assert torch.equal(r.score.cpu(), cpu.score)
+    libmas.check_errors()

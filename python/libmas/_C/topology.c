@@ -44,7 +44,7 @@ static int parse_topology(PyObject *obj, mas_topology *t, double *stay, double *
 
 /* topo_workspace_size(cuda, topology, gathered, B, dim1, dim2, dtype, tokens,
  *                     threads, which) -> bytes; which: 0 hard (unbounded), 1
- * soft, 2 the smallest a hard CPU call accepts (long-form). */
+ * soft, 2 the smallest a hard call accepts (long-form). */
 PyObject *mas_py_topo_workspace_size(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (nargs != 10) {
@@ -72,7 +72,8 @@ PyObject *mas_py_topo_workspace_size(PyObject *self, PyObject *const *args, Py_s
     a.tokens = tokens;
     a.token_len = &dummy_len;
     a.frame_len = &dummy_len;
-    size_t n = cuda         ? mas_topo_cuda_workspace_size(&a, soft)
+    size_t n = cuda ? (which == 2 ? mas_topo_cuda_min_workspace_size(&a)
+                                  : mas_topo_cuda_workspace_size(&a, soft))
                : which == 2 ? mas_topo_cpu_min_workspace_size(&a, (int32_t)threads)
                             : mas_topo_cpu_workspace_size(&a, soft, (int32_t)threads);
     return PyLong_FromSize_t(n);
