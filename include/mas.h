@@ -234,6 +234,23 @@ mas_status mas_hard_cuda(const mas_tensor3 *value, const int64_t *x_len,
 size_t mas_hard_cuda_mask_workspace_size(int64_t batch, int64_t tokens, int64_t frames,
                                          mas_dtype dtype);
 
+/* The smallest workspace mas_hard_cuda (mas_hard_cuda_mask) accepts: the
+ * unbounded size when that is smaller; 0 for sizes < 1 or a bad dtype.
+ * With less than the unbounded size the call runs the long form: hard MAS
+ * as the Viterbi of the k = 1 chain of section 7 (mas_viterbi_cuda's long
+ * form: tokens split over several blocks, frames in segments with a
+ * checkpoint column before each, the forward once more segment by segment
+ * during the backtrack), the same outputs bit for bit in about twice the
+ * time; a budget that holds it all but the unbounded layout runs it in
+ * one segment. E.g. T=60,000 tokens x S=360,000 frames (2 hours at 50
+ * frames/s): about 0.15 GB instead of 2.7 GB. Limits as mas_viterbi_cuda's
+ * (about 130,000 tokens per item in float32 on an H100). Below the
+ * minimum: MAS_ERR_WORKSPACE_TOO_SMALL. */
+size_t mas_hard_cuda_min_workspace_size(int64_t batch, int64_t tokens, int64_t frames,
+                                        mas_dtype dtype);
+size_t mas_hard_cuda_mask_min_workspace_size(int64_t batch, int64_t tokens, int64_t frames,
+                                             mas_dtype dtype);
+
 /* mas_hard_cuda with the lengths read from a Glow-TTS mask by the kernels
  * themselves (no reduction launched by the caller): x_len[b] is the number
  * of non-zero entries of mask[b, :, 0] and y_len[b] of mask[b, 0, :] (for a

@@ -16,6 +16,7 @@
 #include "cuda/hard_mask.cuh"
 #include "cuda/hard_path.cuh"
 #include "cuda/hard_small.cuh"
+#include "cuda/hard_topo.h"
 #include "mas.h"
 
 using namespace mas_cuda;
@@ -240,6 +241,52 @@ MaskView mask_view(const mas_tensor3 *mask) {
     return m;
 }
 
+/* Launches the count of a mask's lengths into lengths ([B] x_len, then
+ * [B] y_len); returns lengths. */
+const int64_t *count_lengths(const mas_tensor3 *mask, int64_t B, int64_t T, int64_t S,
+                             int64_t *lengths, cudaStream_t s) {
+    MaskArgs ma;
+    ma.mask = mask_view(mask);
+    ma.B = B;
+    ma.T = T;
+    ma.S = S;
+    ma.x_len = lengths;
+    ma.y_len = lengths + B;
+    hard_mask_lengths<<<(unsigned)((B + 3) / 4), 128, 0, s>>>(ma);
+    return lengths;
+}
+
+/* The long form (hard_topo.h) for a workspace below the unbounded size:
+ * lengths counted first when they come from a mask, the dense path from the
+ * runs the chain's outputs leave in the workspace. */
+mas_status hard_cuda_longform(const mas_tensor3 *value, const int64_t *x_len, const int64_t *y_len,
+                              const mas_tensor3 *mask, const mas_hard_outputs *out,
+                              void *workspace, size_t workspace_size, void *stream,
+                              uint64_t *error_word) {
+    const int64_t B = value->dim[0], T = value->dim[1], S = value->dim[2];
+    const size_t least = hard_topo_min_bytes(B, T, S, (mas_dtype)value->dtype);
+    if (!least || workspace_size < least) return MAS_ERR_WORKSPACE_TOO_SMALL;
+    Device dev;
+    mas_status st = current_device(&dev);
+    if (st != MAS_OK) return st;
+    cudaStream_t s = (cudaStream_t)stream;
+    const HardTopoExtra e = hard_topo_extra(B, T, S);
+    unsigned char *ws = align_workspace(workspace);
+    if (mask) {
+        x_len = count_lengths(mask, B, T, S, (int64_t *)(ws + e.lengths), s);
+        y_len = x_len + B;
+    }
+    st = hard_topo_run(value, x_len, y_len, out, workspace, workspace_size, stream, error_word);
+    if (st != MAS_OK) return st;
+    if (out->path.data) {
+        st = launch_path(&out->path, B, T, S, (const int32_t *)(ws + e.frame_token),
+                         (const int32_t *)(ws + e.run_begin), (const int32_t *)(ws + e.run_end),
+                         dev, s);
+        if (st != MAS_OK) return st;
+    }
+    return cudaGetLastError() == cudaSuccess ? MAS_OK : MAS_ERR_CUDA;
+}
+
 /* Both entry points: lengths from x_len/y_len, or (mask non-NULL) counted
  * from the mask on the device. */
 mas_status hard_cuda_run(const mas_tensor3 *value, const int64_t *x_len, const int64_t *y_len,
@@ -250,7 +297,8 @@ mas_status hard_cuda_run(const mas_tensor3 *value, const int64_t *x_len, const i
     const HardLayout L = hard_layout(B, T, S, dtype);
     const size_t lengths_at = L.total - 256; /* mask calls: x_len, y_len after the layout */
     if (workspace_size < L.total + (mask ? align256((size_t)B * 16) : 0))
-        return MAS_ERR_WORKSPACE_TOO_SMALL;
+        return hard_cuda_longform(value, x_len, y_len, mask, out, workspace, workspace_size,
+                                  stream, error_word);
     Device dev;
     mas_status st = current_device(&dev);
     if (st != MAS_OK) return st;
@@ -306,18 +354,9 @@ mas_status hard_cuda_run(const mas_tensor3 *value, const int64_t *x_len, const i
     }
 
     if (mask) {
-        MaskArgs ma;
-        ma.mask = mask_view(mask);
-        ma.B = B;
-        ma.T = T;
-        ma.S = S;
-        ma.x_len = (int64_t *)(ws + lengths_at);
-        ma.y_len = ma.x_len + B;
-        hard_mask_lengths<<<(unsigned)((B + 3) / 4), 128, 0, s>>>(ma);
-        x_len = ma.x_len;
-        y_len = ma.y_len;
+        x_len = count_lengths(mask, B, T, S, (int64_t *)(ws + lengths_at), s);
+        y_len = x_len + B;
     }
-
     ForwardArgs fa;
     fa.value = (const unsigned char *)value->data;
     fa.s0 = view_stride(value, 0);
@@ -390,6 +429,26 @@ extern "C" size_t mas_hard_cuda_workspace_size(int64_t batch, int64_t tokens, in
                                                mas_dtype dtype) {
     if (batch < 1 || tokens < 1 || frames < 1 || !mas_is_float_dtype(dtype)) return 0;
     return hard_layout(batch, tokens, frames, dtype).total;
+}
+
+/* The smaller of the unbounded size and the long form's smallest. */
+static size_t hard_cuda_min(size_t full, int64_t batch, int64_t tokens, int64_t frames,
+                            mas_dtype dtype) {
+    if (!full) return 0;
+    const size_t least = hard_topo_min_bytes(batch, tokens, frames, dtype);
+    return least && least < full ? least : full;
+}
+
+extern "C" size_t mas_hard_cuda_min_workspace_size(int64_t batch, int64_t tokens, int64_t frames,
+                                                   mas_dtype dtype) {
+    return hard_cuda_min(mas_hard_cuda_workspace_size(batch, tokens, frames, dtype), batch, tokens,
+                         frames, dtype);
+}
+
+extern "C" size_t mas_hard_cuda_mask_min_workspace_size(int64_t batch, int64_t tokens,
+                                                        int64_t frames, mas_dtype dtype) {
+    return hard_cuda_min(mas_hard_cuda_mask_workspace_size(batch, tokens, frames, dtype), batch,
+                         tokens, frames, dtype);
 }
 
 extern "C" mas_status mas_hard_cuda(const mas_tensor3 *value, const int64_t *x_len,

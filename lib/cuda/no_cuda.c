@@ -98,6 +98,18 @@ size_t mas_topo_cuda_workspace_size(const mas_topo_args *args, int32_t soft) {
     return 0;
 }
 
+size_t mas_hard_cuda_min_workspace_size(int64_t batch, int64_t tokens, int64_t frames,
+                                        mas_dtype dtype) {
+    (void)batch; (void)tokens; (void)frames; (void)dtype;
+    return 0;
+}
+
+size_t mas_hard_cuda_mask_min_workspace_size(int64_t batch, int64_t tokens, int64_t frames,
+                                             mas_dtype dtype) {
+    (void)batch; (void)tokens; (void)frames; (void)dtype;
+    return 0;
+}
+
 size_t mas_topo_cuda_min_workspace_size(const mas_topo_args *args) {
     (void)args;
     return 0;

@@ -1,7 +1,9 @@
 /* Topologies on CUDA (mas.h section 7): one block per item sweeps the
  * item's chain of states frame by frame, the semiring (max-plus for Viterbi,
  * log-plus for log Z) and the direction (forwards, or reversed for the
- * posterior) being template parameters of one sweep.
+ * posterior) being template parameters of one sweep. The forward Viterbi
+ * can also run pipelined (TopoPipe below): several blocks an item, each a
+ * slab of the chain, over one segment of frames at a time (long form).
  *
  * Why this shape: a transcript's chain has skip edges (s-d -> s: CTC blanks,
  * token skips), so a state needs the scores of d states below it from the
@@ -105,6 +107,13 @@ struct TopoArgs {
     int64_t gs0, gs1, gs2;
     unsigned long long *error_word;
     TopoPipe pipe;
+    /* Hard MAS as the k = 1 chain (its long form, hard_topo.cuh): its
+     * status for a transcript longer than the frames, and its outputs. */
+    int hard_mas;
+    int32_t *durations;
+    int64_t durations_stride;
+    int32_t *run_begin, *run_end; /* [B][tokens], for the dense path */
+    int32_t *frame_token;         /* [B][frames], for the dense path */
 };
 
 /* The block's item: sizes and the chain's shape (lib/cpu/topology.c's
@@ -208,7 +217,7 @@ static __device__ int topo_check_item(const TopoArgs &a, int64_t b, TopoItem *it
     int64_t need = k * L + s_repeats;
     const int skips = a.skips && L >= 2;
     if (a.skips) need = k * (L / 2 > 1 ? L / 2 : 1);
-    if (need > S) return MAS_ERR_TARGET_TOO_LONG;
+    if (need > S) return a.hard_mas ? MAS_ERR_X_LEN_GT_Y_LEN : MAS_ERR_TARGET_TOO_LONG;
     it->d = a.has_blank ? (L >= 1 ? 2 : 0) : skips ? (int)k + 1 : 0;
     if (a.has_blank && L >= 1) {
         it->alt_final = it->n - 2;
@@ -604,14 +613,16 @@ __device__ void topo_outputs(const TopoArgs &a, const TopoItem &it, int status, 
     for (int64_t t = tid; t < a.frames; t += BD) {
         int32_t s = t < S ? path[t] : -1;
         if (a.state_ids) a.state_ids[b * a.state_ids_stride + t] = s;
+        if (a.frame_token) a.frame_token[b * a.frames + t] = s;
         /* the label, not the emission row: they differ for per-state emissions */
         if (a.frame_labels)
             a.frame_labels[b * a.frame_labels_stride + t] = s < 0 ? -1 : topo_state_label(a, it, s);
     }
-    /* the scores need the spans: the workspace's when not wanted */
+    /* the scores and runs need the spans: the workspace's when not wanted */
+    const bool need_spans = a.token_scores || a.durations || a.run_begin;
     int32_t *spans = a.token_spans ? a.token_spans + b * a.token_spans_stride
-                     : a.token_scores ? a.span_ws + b * 2 * a.tokens
-                                      : nullptr;
+                     : need_spans  ? a.span_ws + b * 2 * a.tokens
+                                   : nullptr;
     if (spans)
         for (int64_t i = tid; i < a.tokens; i += BD) spans[2 * i] = spans[2 * i + 1] = -1;
     __syncthreads();
@@ -639,6 +650,17 @@ __device__ void topo_outputs(const TopoArgs &a, const TopoItem &it, int status, 
                 }
             }
             topo_store<TA>(a.token_scores, b * a.token_scores_stride + i, v);
+        }
+    }
+    if (a.durations || a.run_begin) {
+        for (int64_t i = tid; i < a.tokens; i += BD) {
+            const int32_t first = i < L ? spans[2 * i] : -1, last = spans[2 * i + 1];
+            const bool run = first >= 0;
+            if (a.durations) a.durations[b * a.durations_stride + i] = run ? last - first + 1 : 0;
+            if (a.run_begin) {
+                a.run_begin[b * a.tokens + i] = run ? first : 0;
+                a.run_end[b * a.tokens + i] = run ? last + 1 : 0;
+            }
         }
     }
 }

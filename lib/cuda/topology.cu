@@ -5,9 +5,12 @@
  * allocation. The kernels are instantiated per dtype in topology_<dtype>.cu
  * (topo_launch.cuh), so that the four compile in parallel. */
 #include <cuda_runtime.h>
+#include <math.h>
+#include <string.h>
 
 #include "common/checks.h"
 #include "cuda/device_cache.cuh"
+#include "cuda/hard_topo.h"
 #include "cuda/topo_launch.cuh"
 #include "mas.h"
 
@@ -67,8 +70,8 @@ TopoLayout topo_layout(const mas_topo_args *a, int soft, int64_t seg = 0) {
     if (!soft) at += align256(b * (size_t)(a->tokens > 0 ? a->tokens : 1) * 8);
     L.alpha = at;
     if (soft) at += align256(b * (size_t)S * (size_t)L.n_max * acc);
-    L.ring = at;
-    if (L.pipe) at += align256(b * (size_t)L.slabs * kTopoRing * kTopoPad * acc * 2);
+    L.ring = at; /* between the blocks of an item: none with one block */
+    if (L.pipe && L.slabs > 1) at += align256(b * (size_t)L.slabs * kTopoRing * kTopoPad * acc * 2);
     L.progress = at;
     if (L.pipe) at += align256((b * (size_t)L.slabs + 1) * kFlagStride * sizeof(int));
     L.bad = at;
@@ -241,7 +244,83 @@ mas_status launch_pipe(TopoArgs &t, const mas_topo_args *a, const TopoLayout &L,
     return cudaGetLastError() == cudaSuccess ? MAS_OK : MAS_ERR_CUDA;
 }
 
+/* Hard MAS's item as the k = 1 chain: per-state emissions = value. */
+mas_topo_args hard_chain(const mas_tensor3 *value, const int64_t *x_len, const int64_t *y_len) {
+    mas_topo_args a;
+    memset(&a, 0, sizeof a);
+    a.topology.states_per_token = 1;
+    a.topology.skip_penalty = -INFINITY;
+    a.emissions = *value;
+    a.tokens = value->dim[1];
+    a.token_len = x_len;
+    a.frame_len = y_len;
+    return a;
+}
+
 } // namespace
+
+namespace mas_cuda {
+
+HardTopoExtra hard_topo_extra(int64_t B, int64_t T, int64_t S) {
+    HardTopoExtra e;
+    size_t at = 0;
+    e.frame_token = at;
+    at += align256((size_t)B * (size_t)S * 4);
+    e.run_begin = at;
+    at += align256((size_t)B * (size_t)T * 4);
+    e.run_end = at;
+    at += align256((size_t)B * (size_t)T * 4);
+    e.lengths = at;
+    at += align256((size_t)B * 16);
+    e.total = at;
+    return e;
+}
+
+size_t hard_topo_min_bytes(int64_t B, int64_t T, int64_t S, mas_dtype dtype) {
+    static const int64_t one = 1;
+    char dummy = 0;
+    mas_tensor3 v = {&dummy, (int32_t)dtype, 0, {B, T, S}, {0, 0, 0}};
+    const mas_topo_args a = hard_chain(&v, &one, &one);
+    if (mas_topo_check_args(&a) != MAS_OK || cuda_limits(&a, 0) != MAS_OK) return 0;
+    return hard_topo_extra(B, T, S).total + min_hard_bytes(&a);
+}
+
+mas_status hard_topo_run(const mas_tensor3 *value, const int64_t *x_len, const int64_t *y_len,
+                         const mas_hard_outputs *out, void *workspace, size_t workspace_size,
+                         void *stream, uint64_t *error_word) {
+    const int64_t B = value->dim[0], T = value->dim[1], S = value->dim[2];
+    const mas_topo_args a = hard_chain(value, x_len, y_len);
+    mas_status st = mas_topo_check_args(&a);
+    if (st == MAS_OK) st = cuda_limits(&a, 0);
+    if (st != MAS_OK) return st;
+    const HardTopoExtra e = hard_topo_extra(B, T, S);
+    if (workspace_size < e.total) return MAS_ERR_WORKSPACE_TOO_SMALL;
+    const size_t rest = workspace_size - e.total;
+    TopoLayout L = topo_layout(&a, 0);
+    if (rest < L.total) {
+        const int64_t seg = pick_segment(&a, rest);
+        if (!seg) return MAS_ERR_WORKSPACE_TOO_SMALL;
+        L = topo_layout(&a, 0, seg);
+    }
+    unsigned char *ws = align_workspace(workspace), *base = ws + e.total;
+    TopoArgs t = {};
+    fill_args(t, &a, L, base);
+    t.hard_mas = 1;
+    t.state_ids = out->indices;
+    t.state_ids_stride = out->indices_stride;
+    t.durations = out->durations;
+    t.durations_stride = out->durations_stride;
+    if (out->path.data) {
+        t.frame_token = (int32_t *)(ws + e.frame_token);
+        t.run_begin = (int32_t *)(ws + e.run_begin);
+        t.run_end = (int32_t *)(ws + e.run_end);
+    }
+    t.score = out->score;
+    t.error_word = (unsigned long long *)error_word;
+    return L.pipe ? launch_pipe(t, &a, L, base, stream) : launch(false, t, &a, stream);
+}
+
+} // namespace mas_cuda
 
 extern "C" size_t mas_topo_cuda_workspace_size(const mas_topo_args *args, int32_t soft) {
     if (mas_topo_check_args(args) != MAS_OK || cuda_limits(args, soft != 0) != MAS_OK) return 0;

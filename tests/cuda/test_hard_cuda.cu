@@ -39,6 +39,10 @@ static void *rebase(const void *host_ptr, const void *host_alloc, void *dev_allo
     return (unsigned char *)dev_alloc + ((const unsigned char *)host_ptr - (const unsigned char *)host_alloc);
 }
 
+/* 1: calls get the smallest workspace (mas_hard_cuda_min_workspace_size),
+ * so that they run the long form wherever it is smaller. */
+static int use_min_workspace = 0;
+
 static void dev_call_make(dev_call *d, const ts_hard_call *c) {
     memset(d, 0, sizeof *d);
     const ts_hard_plan *p = &c->plan;
@@ -49,7 +53,9 @@ static void dev_call_make(dev_call *d, const ts_hard_call *c) {
     d->score = (unsigned char *)dev_copy(c->score.alloc, c->score.alloc_bytes);
     d->x_len = (int64_t *)dev_copy(c->x_len, (size_t)p->batch * sizeof(int64_t));
     d->y_len = (int64_t *)dev_copy(c->y_len, (size_t)p->batch * sizeof(int64_t));
-    d->workspace_size = mas_hard_cuda_workspace_size(p->batch, p->tokens, p->frames, p->dtype);
+    d->workspace_size = use_min_workspace
+                            ? mas_hard_cuda_min_workspace_size(p->batch, p->tokens, p->frames, p->dtype)
+                            : mas_hard_cuda_workspace_size(p->batch, p->tokens, p->frames, p->dtype);
     CUDA_OK(cudaMalloc((void **)&d->workspace, d->workspace_size + 8));
     /* Garbage in the workspace: the call must not rely on zeros. */
     CUDA_OK(cudaMemset(d->workspace, 0x69, d->workspace_size + 8));
@@ -266,8 +272,10 @@ static void run_case(ts_rng *rng, int64_t case_no, const size_class *size, int w
             pick_lengths(rng, plan.tokens, plan.frames, &call.x_len[b], &call.y_len[b]);
     char plan_text[320];
     ts_hard_plan_describe(&plan, plan_text, sizeof plan_text);
-    ts_case_begin("%s case %lld: %s %s B=%lld T=%lld S=%lld %s%s%s error=%d", size->name,
-                  (long long)case_no, ts_dtype_name(plan.dtype), ts_value_kind_name(kind),
+    use_min_workspace = case_no % 3 == 2; /* a third in the long form */
+    ts_case_begin("%s case %lld%s: %s %s B=%lld T=%lld S=%lld %s%s%s error=%d", size->name,
+                  (long long)case_no, use_min_workspace ? " (long form)" : "",
+                  ts_dtype_name(plan.dtype), ts_value_kind_name(kind),
                   (long long)plan.batch, (long long)plan.tokens, (long long)plan.frames, plan_text,
                   poison_outside ? " poison-outside" : "", neg_inf_fraction > 0 ? " -inf-cells" : "",
                   error_kind);
@@ -292,6 +300,7 @@ static void run_case(ts_rng *rng, int64_t case_no, const size_class *size, int w
     }
     ts_hard_call_prepare(&call);
     gpu_vs_reference_and_cpu(&call);
+    use_min_workspace = 0;
     ts_hard_call_free(&call);
     ts_case_end();
 }
@@ -359,7 +368,9 @@ static void argument_errors_case(void) {
     CUDA_OK(cudaMalloc(&w, ws));
     TS_CHECK(mas_hard_cuda(NULL, xl, yl, &out, w, ws, NULL, NULL) == MAS_ERR_NULL_POINTER, "NULL value");
     TS_CHECK(mas_hard_cuda(&value, xl, yl, &out, NULL, ws, NULL, NULL) == MAS_ERR_NULL_POINTER, "NULL workspace");
-    TS_CHECK(mas_hard_cuda(&value, xl, yl, &out, w, ws - 1, NULL, NULL) == MAS_ERR_WORKSPACE_TOO_SMALL, "small workspace");
+    const size_t least = mas_hard_cuda_min_workspace_size(1, 8, 8, MAS_FLOAT32);
+    TS_CHECK(least > 0 && least <= ws, "min workspace size %zu (unbounded %zu)", least, ws);
+    TS_CHECK(mas_hard_cuda(&value, xl, yl, &out, w, least - 1, NULL, NULL) == MAS_ERR_WORKSPACE_TOO_SMALL, "small workspace");
     mas_tensor3 bad = value;
     bad.dtype = MAS_INT32;
     TS_CHECK(mas_hard_cuda(&bad, xl, yl, &out, w, ws, NULL, NULL) == MAS_ERR_BAD_DTYPE, "int32 value");
@@ -515,7 +526,9 @@ static void mask_case(ts_rng *rng, int64_t case_no) {
     og.durations = d.durations;
     og.indices = d.indices;
     og.score = d.score;
-    TS_CHECK(mas_hard_cuda_mask(&vdev, &mdev, &og, wg, wsg - 1, NULL, d.error_word) ==
+    const size_t least = mas_hard_cuda_mask_min_workspace_size(B, T, S, MAS_FLOAT32);
+    TS_CHECK(least > 0 && least <= wsg, "mask min workspace %zu (unbounded %zu)", least, wsg);
+    TS_CHECK(mas_hard_cuda_mask(&vdev, &mdev, &og, wg, least - 1, NULL, d.error_word) ==
                  MAS_ERR_WORKSPACE_TOO_SMALL,
              "one byte short");
     mas_tensor3 mbad = mdev;
@@ -535,6 +548,22 @@ static void mask_case(ts_rng *rng, int64_t case_no) {
     TS_CHECK(memcmp(idx_g, idx_c, B * S * 4) == 0, "indices differ from mas_hard_cpu");
     TS_CHECK(memcmp(score_g, score_c, B * 4) == 0, "scores differ from mas_hard_cpu");
     TS_CHECK(memcmp(path_g, path_c, (size_t)n) == 0, "path differs from mas_hard_cpu");
+    if (least < wsg) { /* the long form, lengths counted from the mask too */
+        CUDA_OK(cudaMemset(d.path, 0x5a, (size_t)n));
+        CUDA_OK(cudaMemset(d.indices, 0x5a, (size_t)B * S * 4));
+        CUDA_OK(cudaMemset(d.error_word, 0xff, 8));
+        gst = mas_hard_cuda_mask(&vdev, &mdev, &og, wg, least, NULL, d.error_word);
+        TS_CHECK(gst == MAS_OK, "mas_hard_cuda_mask (long form) status %d", (int)gst);
+        dev_outputs_fetch(&d, path_g, dur_g, idx_g, score_g, &word);
+        mas_decode_device_error(word, &gerr);
+        TS_CHECK(gerr.status == (int32_t)cst && (cst == MAS_OK || gerr.item == cerr.item),
+                 "long form error: CUDA status %d item %lld, CPU status %d item %lld",
+                 (int)gerr.status, (long long)gerr.item, (int)cst, (long long)cerr.item);
+        TS_CHECK(memcmp(dur_g, dur_c, B * T * 4) == 0, "long form: durations differ");
+        TS_CHECK(memcmp(idx_g, idx_c, B * S * 4) == 0, "long form: indices differ");
+        TS_CHECK(memcmp(score_g, score_c, B * 4) == 0, "long form: scores differ");
+        TS_CHECK(memcmp(path_g, path_c, (size_t)n) == 0, "long form: path differs");
+    }
     #undef AT
     cudaFree(vd); cudaFree(md); cudaFree(wg);
     dev_outputs_free(&d);

@@ -229,3 +229,47 @@ def test_long_item_pipelined_over_blocks(rng):
     want = libmas.align(value, x_len, y_len)
     assert torch.equal(got.indices.cpu(), want.indices)
     assert torch.equal(got.score.cpu(), want.score)
+
+
+@pytest.mark.parametrize("dtype_name", ["float32", "float64", "bfloat16"])
+@pytest.mark.parametrize("layout", ["bts", "bst"])
+def test_align_cuda_long_form_equals_unbounded(rng, dtype_name, layout):
+    """align(..., max_workspace_bytes=) on CUDA below the unbounded size runs
+    the long form (the k = 1 chain's checkpointed Viterbi): the same bits as
+    the unbounded call and the CPU's, at the smallest budget and one between;
+    one byte less raises ValueError stating the smallest."""
+    import re
+    value, x_len, y_len = case(rng, dtype_name, layout, "loglik", batch=3, tokens=40, frames=300)
+    gv = value.cuda()
+    base = libmas.align(gv, x_len, y_len, layout=layout)
+    cpu = libmas.align(value, x_len, y_len, layout=layout, threads=1)
+    with pytest.raises(ValueError, match="needs on the GPU") as info:
+        libmas.align(gv, x_len, y_len, layout=layout, max_workspace_bytes=1)
+    least = int(re.search(r"needs on the GPU: (\d+) bytes", str(info.value)).group(1))
+    full = int(re.search(r"unbounded: (\d+) bytes", str(info.value)).group(1))
+    assert least < full
+    for budget in (least, (least + full) // 2):
+        r = libmas.align(gv, x_len, y_len, layout=layout, max_workspace_bytes=budget)
+        r.check()
+        for got, want in ((r, base), (r, cpu)):
+            assert torch.equal(got.durations.cpu(), want.durations.cpu())
+            assert torch.equal(got.indices.cpu(), want.indices.cpu())
+            assert got.score.cpu().numpy().tobytes() == want.score.cpu().numpy().tobytes()
+            assert torch.equal(got.path().cpu(), want.path().cpu())
+    with pytest.raises(ValueError, match=f"needs on the GPU: {least} bytes"):
+        libmas.align(gv, x_len, y_len, layout=layout, max_workspace_bytes=least - 1)
+
+
+def test_align_cuda_long_form_errors_name_the_item(rng):
+    value, x_len, y_len = case(rng, "float32", "bts", "loglik", batch=4, tokens=30, frames=90)
+    value[1, 0, 0] = float("nan")
+    x_len[2], y_len[2] = 10, 9
+    with pytest.raises(ValueError, match="needs on the GPU") as info:
+        libmas.align(value.cuda(), x_len, y_len, max_workspace_bytes=1)
+    import re
+    least = int(re.search(r"needs on the GPU: (\d+) bytes", str(info.value)).group(1))
+    res = libmas.align(value.cuda(), x_len, y_len, max_workspace_bytes=least)
+    with pytest.raises(ValueError, match="item 1"):
+        res.check()
+    assert torch.all(res.durations[1:3] == 0) and torch.all(res.indices[1:3] == -1)
+    libmas.check_errors()

@@ -273,6 +273,21 @@ PyObject *mas_py_hard_cpu_min_workspace_size(PyObject *self, PyObject *const *ar
     return PyLong_FromSize_t(n);
 }
 
+/* hard_cuda_min_workspace_size(B, T, S, dtype) -> bytes: the smallest
+ * workspace mas_hard_cuda accepts (long-form below the unbounded). */
+PyObject *mas_py_hard_cuda_min_workspace_size(PyObject *self, PyObject *const *args,
+                                              Py_ssize_t nargs) {
+    (void)self;
+    int64_t B, T, S;
+    int dtype;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "hard_cuda_min_workspace_size expects 4 arguments");
+        return NULL;
+    }
+    if (parse_shape(args, &B, &T, &S, &dtype)) return NULL;
+    return PyLong_FromSize_t(mas_hard_cuda_min_workspace_size(B, T, S, (mas_dtype)dtype));
+}
+
 /* hard_cuda_workspace_size(B, T, S, dtype) -> bytes */
 PyObject *mas_py_hard_cuda_workspace_size(PyObject *self, PyObject *const *args,
                                           Py_ssize_t nargs) {

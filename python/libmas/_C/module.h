@@ -16,6 +16,8 @@ PyObject *mas_py_hard_cpu_min_workspace_size(PyObject *self, PyObject *const *ar
                                              Py_ssize_t nargs);
 PyObject *mas_py_hard_cpu_workspace_size(PyObject *self, PyObject *const *args,
                                          Py_ssize_t nargs);
+PyObject *mas_py_hard_cuda_min_workspace_size(PyObject *self, PyObject *const *args,
+                                              Py_ssize_t nargs);
 PyObject *mas_py_hard_cuda_workspace_size(PyObject *self, PyObject *const *args,
                                           Py_ssize_t nargs);
 
