@@ -38,7 +38,8 @@ cuda-build:
 	@if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then \
 	  PATH="$$PATH:/usr/local/cuda/bin" cmake -S . -B build/cuda -DMAS_CUDA=ON && \
 	  cmake --build build/cuda -j$(JOBS) && \
-	  build/cuda/test_hard_loader && build/cuda/test_hard_cuda && build/cuda/test_soft_cuda; \
+	  build/cuda/test_hard_loader && build/cuda/test_hard_cuda && build/cuda/test_soft_cuda && \
+	  build/cuda/test_topology_cuda; \
 	else echo "cuda-build: no nvcc, skipped"; fi
 
 py-test: install

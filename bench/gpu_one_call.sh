@@ -6,7 +6,8 @@
 #      test_topology_cuda), then $SANITIZE_TESTS (default none) under
 #      compute-sanitizer memcheck and racecheck, then $BENCHES (default none)
 #   2. the fuzz corpus through the CUDA entry points under memcheck
-#      (tests/fuzz/replay_cuda.cu; --max-files $REPLAY_FILES per target)
+#      (tests/fuzz/replay_cuda.cu; --max-files $REPLAY_FILES per target),
+#      then again with the hard calls in the long form (--min-workspace)
 #   3. pytest of the GPU-relevant Python files ($PYTESTS) on the built module
 #   4. with MAS_CALLS=1: `python -m libmas bench --device cuda --calls` and
 #      bench/profile_calls.py (host time of each piece of a call)
@@ -85,6 +86,12 @@ if [ "${REPLAY_FILES:-64}" != 0 ] && [ -x "$B/replay/replay_cuda" ]; then
     >"$LOGS/replay.log" 2>&1 || fail=1
   grep -E "^fuzz_|mismatch|ERROR SUMMARY|CUDA error" "$LOGS/replay.log" | head -40 |
     tee -a "$LOGS/summary.log"
+  step "2b. the same with the hard calls in the long form (--min-workspace)"
+  timeout 240 compute-sanitizer --tool memcheck --error-exitcode 3 --print-limit 20 \
+    "$B/replay/replay_cuda" --max-files "${REPLAY_FILES:-64}" --min-workspace tests/fuzz/corpus \
+    >"$LOGS/replay-min.log" 2>&1 || fail=1
+  grep -E "^fuzz_(hard|topology)|mismatch|ERROR SUMMARY|CUDA error" "$LOGS/replay-min.log" |
+    head -20 | tee -a "$LOGS/summary.log"
 fi
 
 step "3. pytest on the built module"

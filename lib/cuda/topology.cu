@@ -58,7 +58,8 @@ TopoLayout topo_layout(const mas_topo_args *a, int soft, int64_t seg = 0) {
     L.nseg = S > 0 ? (S + L.seg - 1) / L.seg : 1;
     L.pipe = !soft && (L.n_max > kOneBlockStates || L.nseg > 1);
     L.threads = pipe_threads(L.n_max);
-    L.slabs = (int)((L.n_max + L.threads - 1) / L.threads);
+    /* (n_max beyond 2^30 is refused by cuda_limits; no overflow before that) */
+    L.slabs = L.n_max <= ((int64_t)1 << 30) ? (int)((L.n_max + L.threads - 1) / L.threads) : 1;
     const size_t acc = a->emissions.dtype == MAS_FLOAT64 ? 8 : 4;
     const size_t b = (size_t)B;
     size_t at = 0;
@@ -123,6 +124,7 @@ size_t min_hard_bytes(const mas_topo_args *a) {
 /* States per thread and threads per block for n_max states; 0 when the
  * kernel cannot hold them. */
 int pick_j(int64_t n_max, int *threads) {
+    if (n_max < 1) n_max = 1;
     int64_t bd = n_max < kTopoMaxThreads ? (n_max + 31) / 32 * 32 : kTopoMaxThreads;
     int64_t j = (n_max + bd - 1) / bd;
     int jj = j <= 1 ? 1 : j <= 2 ? 2 : j <= 4 ? 4 : j <= 8 ? 8 : 0;
@@ -136,7 +138,8 @@ int pick_j(int64_t n_max, int *threads) {
  * blocks of one item the device holds at once is checked at the call.) */
 mas_status cuda_limits(const mas_topo_args *a, int soft) {
     if (a->topology.states_per_token > kTopoMaxK) return MAS_ERR_BAD_ARGUMENT;
-    const int64_t n_max = mas_topology_states(&a->topology, a->tokens);
+    /* as the layout counts them: a transcript of no states still has one */
+    const int64_t n_max = topo_layout(a, soft).n_max;
     int threads;
     if (soft && !pick_j(n_max, &threads)) return MAS_ERR_BAD_ARGUMENT;
     if (n_max > ((int64_t)1 << 30)) return MAS_ERR_BAD_ARGUMENT;

@@ -7,7 +7,10 @@
  * (so compute-sanitizer memcheck sees any stray access), runs the CUDA entry
  * point, and compares with the CPU result where both succeed: hard MAS bit
  * for bit, the soft ops and likelihoods within a tolerance.
- *   replay_cuda [--max-files N] <corpus root>        (default tests/fuzz/corpus)
+ * With --min-workspace the hard calls (hard MAS, Viterbi) get the smallest
+ * workspace their CUDA entry points accept instead of the unbounded one:
+ * the long form, compared with the CPU's unbounded results the same way.
+ *   replay_cuda [--max-files N] [--min-workspace] <corpus root>   (default tests/fuzz/corpus)
  * Prints per target: files, calls, both OK and compared, mismatches; exits 1
  * on a mismatch or a CUDA error. */
 #include <cuda_runtime.h>
@@ -31,6 +34,7 @@ int fz_run_topology(const uint8_t *, size_t);
 
 static long g_calls, g_compared, g_mismatch, g_cuda_errors, g_skipped;
 static const char *g_file = ""; /* the corpus file being replayed */
+static bool g_min_ws = false;     /* hard calls in the long form */
 
 /* Rows of B items, `width` elements of `es` bytes each at `stride`
  * elements apart: equal byte for byte? (The padding between rows is not
@@ -140,8 +144,8 @@ extern "C" void fz_replay_hard(const fz_view *value, const fz_view *path, const 
     int64_t B = value->t.dim[0];
     if (B < 1 || !value->alloc) return;
     g_calls++;
-    size_t need = mas_hard_cuda_workspace_size(B, value->t.dim[1], value->t.dim[2],
-                                               (mas_dtype)value->t.dtype);
+    size_t need = (g_min_ws ? mas_hard_cuda_min_workspace_size : mas_hard_cuda_workspace_size)(
+        B, value->t.dim[1], value->t.dim[2], (mas_dtype)value->t.dtype);
     if (need > FZ_MAX_BYTES * 4) { g_skipped++; return; }
     dview v, p;
     if (!dmirror(value, &v, true) || !dmirror(path, &p, false)) { g_skipped++; return; }
@@ -397,7 +401,8 @@ extern "C" void fz_replay_topology(const mas_topo_args *a, int soft, int64_t lab
     if (B < 1 || !em->alloc) return;
     g_calls++;
     mas_topo_args da = *a;
-    size_t need = mas_topo_cuda_workspace_size(a, soft);
+    size_t need = g_min_ws && !soft ? mas_topo_cuda_min_workspace_size(a)
+                                    : mas_topo_cuda_workspace_size(a, soft);
     if (need == 0 || need > FZ_MAX_BYTES * 4) { g_skipped++; return; }
     dview e;
     if (!dmirror(em, &e, true)) { g_skipped++; return; }
@@ -515,6 +520,7 @@ int main(int argc, char **argv) {
     long max_files = 2000;
     for (int k = 1; k < argc; k++) {
         if (!strcmp(argv[k], "--max-files") && k + 1 < argc) max_files = atol(argv[++k]);
+        else if (!strcmp(argv[k], "--min-workspace")) g_min_ws = true;
         else root = argv[k];
     }
     /* the newest entry points first: a run cut short has replayed them */
