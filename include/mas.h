@@ -158,7 +158,11 @@ typedef struct mas_tensor3 {
  *   indices:   int32, indices[b*indices_stride + j], j < S: token of frame j;
  *              -1 for j >= y_len.
  *   score:     [B] contiguous, float32 for float32/float16/bfloat16 value and
- *              float64 for float64 value: Q(x_len-1, y_len-1). */
+ *              float64 for float64 value: Q(x_len-1, y_len-1). Where sums
+ *              of cells near the accumulator's largest value overflow, the
+ *              score may be +inf or NaN (+inf plus a -inf cell) with MAS_OK;
+ *              the path is then the one the overflowed comparisons pick (the
+ *              same on every backend), the NaN's sign unspecified. */
 typedef struct mas_hard_outputs {
     mas_tensor3 path;
     int32_t *durations;

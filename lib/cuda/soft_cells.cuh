@@ -55,8 +55,13 @@ struct PlusCell {
         out_move = exists ? alpha + p.wm : neg_inf<TA>();
         if (POSTERIOR) {
             /* alpha here is beta~ (the reversed sweep), p.fwd the forward's
-             * alpha; -inf on either side: no path crosses the cell. */
-            const TA g = soft_exp(alpha + p.fwd - p.cell - scalar);
+             * alpha; -inf on either side: no path crosses the cell. The
+             * exponent is a log probability, <= 0 but for rounding (or
+             * +inf where two huge sums overflow): clamped as on the CPU, so
+             * that gamma <= 1 (the CUDA replay found inf there). */
+            TA x = alpha + p.fwd - p.cell - scalar;
+            x = x > (TA)0 ? (TA)0 : x;
+            const TA g = soft_exp(x);
             out = !exists || alpha == neg_inf<TA>() || p.fwd == neg_inf<TA>() ? (TA)0 : g;
         } else {
             out = exists ? alpha : neg_inf<TA>();
