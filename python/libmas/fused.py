@@ -85,7 +85,8 @@ def align_gaussian(z, mean, log_std, x_lengths=None, y_lengths=None, *, layout="
     smaller budget aligns long-form on the CPU (score checkpoints, one
     segment of bits at a time; the same results bit for bit, slower); a
     budget below the smallest that works raises ValueError stating it. On
-    CUDA the budget must hold the unfused path's workspace.
+    CUDA (the unfused path, whose [B, T, S] log-likelihood is a tensor of
+    its own) the budget bounds the alignment's workspace as for ``align``.
     """
     fname = "libmas.align_gaussian"
     bst = _arrays.check_layout(layout, fname)
