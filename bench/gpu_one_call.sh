@@ -12,6 +12,8 @@
 #   4. with MAS_CALLS=1: `python -m libmas bench --device cuda --calls` and
 #      bench/profile_calls.py (host time of each piece of a call)
 #   5. with PROFILE_SMALL=1: bench/profile_hard.sh small (ncu of hard_small)
+#   6. with TOPO_BENCH=1: test_topology_cuda's full set (seed $SEED) and
+#      --bench rows, then `python -m libmas bench --topology --device cuda`
 # CUDA_TESTS="" runs none; REPLAY_FILES=0 skips the replay.
 # Usage: bench/gpu_one_call.sh      Exit: non-zero when a step failed.
 set -u -o pipefail
@@ -117,6 +119,19 @@ if [ "${MAS_CALLS:-0}" = 1 ]; then
   grep -E "^\|" "$LOGS/calls.log" | tee -a "$LOGS/summary.log"
   (cd /tmp && PYTHONPATH="$R/$PKG" timeout 120 python3 "$R/bench/profile_calls.py" --calls 1000) \
     >"$LOGS/profile_calls.log" 2>&1 || fail=1
+fi
+if [ "${TOPO_BENCH:-0}" = 1 ]; then
+  step "6. test_topology_cuda (full set), its --bench rows, bench --topology"
+  if [ -x "$B/test_topology_cuda" ]; then
+    timeout 300 "$B/test_topology_cuda" "${SEED:-11}" >"$LOGS/test_topology_full.log" 2>&1 || fail=1
+    grep -E "FAIL|failed" "$LOGS/test_topology_full.log" | head -20 | tee -a "$LOGS/summary.log"
+    tail -1 "$LOGS/test_topology_full.log" | tee -a "$LOGS/summary.log"
+    timeout 120 "$B/test_topology_cuda" 1 --bench >"$LOGS/topo_bench.log" 2>&1 || fail=1
+    tail -12 "$LOGS/topo_bench.log" | tee -a "$LOGS/summary.log"
+  fi
+  (cd /tmp && PYTHONPATH="$R/$PKG" timeout 300 python3 -m libmas bench --topology --device cuda) \
+    >"$LOGS/bench_topology.log" 2>&1 || fail=1
+  grep -E "^\|" "$LOGS/bench_topology.log" | tee -a "$LOGS/summary.log"
 fi
 if [ "${PROFILE_SMALL:-0}" = 1 ]; then
   step "5. ncu of hard_small (bench/profile_hard.sh small)"

@@ -54,7 +54,7 @@ static mas_status launch_one(bool soft, const TopoArgs &t, int64_t B, int thread
     } else if constexpr (J == 1) {
         /* the one-block Viterbi holds at most 1024 states (topology.cu) */
         static KernelCache cache_hard;
-        auto kernel = topo_viterbi<TV, J>;
+        auto kernel = topo_viterbi<TV>;
         mas_status st = ensure_smem(cache_hard, kernel, dev, smem);
         if (st != MAS_OK) return st;
         kernel<<<(unsigned)B, threads, smem, stream>>>(t);

@@ -29,205 +29,12 @@
 #ifndef MAS_CUDA_TOPO_SWEEP_CUH
 #define MAS_CUDA_TOPO_SWEEP_CUH
 
-#include "common/checks.h"
-#include "cuda/dp_link.cuh"
-#include "cuda/dp_semiring.cuh"
-#include "cuda/hard_common.cuh"
+#include <cuda_pipeline.h>
+
+#include "cuda/topo_chain.cuh"
+#include "cuda/topo_rounds.cuh"
 
 namespace mas_cuda {
-
-constexpr int kTopoMaxK = 16;              /* states per token the parameters hold */
-constexpr int kTopoPad = MAS_TOPO_MAX_SKIP; /* scores of states -8..-1 (virtual start at -1) */
-constexpr int kTopoAhead = 4;              /* emission loads this many frames ahead */
-constexpr int kTopoMaxThreads = 1024;
-constexpr int kTopoMaxJ = 8; /* states per thread: at most 8192 states */
-constexpr int kTopoWinWords = 2 * (MAS_TOPO_MAX_SKIP + 2); /* per frame of a backtrack window */
-constexpr int kTopoRing = 256;    /* frames in the ring between two blocks of one item */
-constexpr int kTopoProgress = 32; /* the consumer reports its progress every this many frames */
-
-/* The pipelined Viterbi (several blocks an item, frames in segments): each
- * block sweeps `states` consecutive states of its item (a slab) over frames
- * [t_begin, t_end); the scores of the kTopoPad states below a slab come from
- * the block below through a ring of tagged entries (dp_link.cuh), one
- * entry a frame, as hard_forward.cuh hands its boundary over. Long-form:
- * the column of every state before a segment is a checkpoint, the segment's
- * bits the only ones kept (lib/cpu/longform.h describes the scheme). */
-struct TopoPipe {
-    int slabs, states;       /* blocks an item; states a block (J * threads) */
-    int t_begin, t_end;      /* the frames of this sweep */
-    int64_t item0;           /* first item of this launch */
-    unsigned ticket0;        /* tickets taken by earlier launches of the sweep */
-    unsigned *ticket;
-    unsigned long long *ring; /* [B][slabs][kTopoRing][kTopoPad] tagged values */
-    int *progress;           /* [B][slabs][kFlagStride]: frames the consumer has read */
-    const void *ckpt_in;     /* accumulator [B][n_max]: the column at frame t_begin-1 */
-    void *ckpt_out;          /* the column at frame t_end-1; NULL: not kept */
-    int *bad;                /* [B]: OR of the slabs' NaN/+inf flags; NULL on a re-run */
-    double *final_val;       /* [B][2]: states n-1 and alt_final at the last frame; NULL on a re-run */
-    int *status;             /* [B] after the sweep (topo_pipe_settle) */
-    int64_t *walk;           /* [B]: the path's state where the walk goes on */
-    double *score;           /* [B]: the best path's score */
-};
-
-struct TopoArgs {
-    const unsigned char *e;
-    int32_t dtype, gathered;
-    int64_t es0, es1, es2; /* element strides of the emissions */
-    int64_t rows;          /* per-state emissions: dim[1] */
-    int64_t frames;        /* S' */
-    int64_t V;             /* gathered: dim[2] */
-    int32_t k, has_blank, blank, skips;
-    double stay[kTopoMaxK], adv[kTopoMaxK];
-    double blank_stay, blank_adv, skip_pen;
-    const int32_t *labels;
-    int64_t labels_stride, tokens, n_max;
-    const int64_t *token_len, *frame_len;
-    /* workspace */
-    uint32_t *bits; /* hard: [B][bits_frames][words][2] (move, skip) */
-    int64_t words;  /* ceil(n_max / 32) */
-    int64_t bits_frames; /* frames a row of bits holds: frames, or one segment's */
-    int32_t *path;  /* hard: [B][frames] */
-    int32_t *span_ws; /* hard: [B][tokens][2] */
-    void *alpha;    /* soft: [B][frames][n_max], accumulator type */
-    /* hard outputs (NULL: not wanted) */
-    int32_t *state_ids;
-    int64_t state_ids_stride;
-    int32_t *frame_labels;
-    int64_t frame_labels_stride;
-    int32_t *token_spans;
-    int64_t token_spans_stride;
-    void *token_scores;
-    int64_t token_scores_stride;
-    void *score;
-    /* soft outputs */
-    void *log_z;
-    void *post;
-    int64_t ps0, ps1, ps2, post_rows;
-    void *grad;
-    int64_t gs0, gs1, gs2;
-    unsigned long long *error_word;
-    TopoPipe pipe;
-    /* Hard MAS as the k = 1 chain (its long form, hard_topo.cuh): its
-     * status for a transcript longer than the frames, and its outputs. */
-    int hard_mas;
-    int32_t *durations;
-    int64_t durations_stride;
-    int32_t *run_begin, *run_end; /* [B][tokens], for the dense path */
-    int32_t *frame_token;         /* [B][frames], for the dense path */
-};
-
-/* The block's item: sizes and the chain's shape (lib/cpu/topology.c's
- * build_item). */
-struct TopoItem {
-    int64_t b, L, S, n;
-    int d;               /* skip distance, 0 without skip edges */
-    int64_t alt_final;   /* the second final state, -1 if none */
-    double alt_weight;
-};
-
-__device__ __forceinline__ int32_t topo_label(const TopoArgs &a, int64_t b, int64_t i, int64_t j) {
-    return a.labels[b * a.labels_stride + i * a.k + j];
-}
-
-/* Token of state s (-1 for a blank) and its place j in the token. */
-__device__ __forceinline__ int64_t topo_token(const TopoArgs &a, int64_t s, int64_t *j) {
-    const int64_t k = a.k;
-    if (!a.has_blank) {
-        *j = s % k;
-        return s / k;
-    }
-    const int64_t r = s % (k + 1);
-    *j = r - 1;
-    return r == 0 ? -1 : s / (k + 1);
-}
-
-/* Edge log-scores into state s (double, as the CPU builds them). */
-__device__ __forceinline__ void topo_weights(const TopoArgs &a, const TopoItem &it, int64_t s,
-                                             double *stay, double *move, double *skip) {
-    int64_t j, i = topo_token(a, s, &j);
-    *stay = i < 0 ? a.blank_stay : a.stay[j];
-    *move = s == 0 ? 0 : i < 0 ? a.blank_adv : a.adv[j];
-    *skip = -INFINITY;
-    if (it.d && i >= 0 && j == 0) {
-        if (a.has_blank)
-            *skip = i == 0 ? 0
-                    : topo_label(a, it.b, i - 1, a.k - 1) != topo_label(a, it.b, i, 0) ? a.adv[0]
-                                                                                   : -INFINITY;
-        else if (i >= 1)
-            *skip = i == 1 ? a.skip_pen : a.adv[0] + a.skip_pen;
-    }
-}
-
-/* The label of state s (the blank's on a blank); needs labels. */
-__device__ __forceinline__ int32_t topo_state_label(const TopoArgs &a, const TopoItem &it,
-                                                    int64_t s) {
-    int64_t j, i = topo_token(a, s, &j);
-    return i < 0 ? a.blank : topo_label(a, it.b, i, j);
-}
-
-/* The emission row of state s: its label (gathered) or s. */
-__device__ __forceinline__ int64_t topo_row(const TopoArgs &a, const TopoItem &it, int64_t s) {
-    return a.gathered ? topo_state_label(a, it, s) : s;
-}
-
-template <typename TV>
-__device__ __forceinline__ typename AccOf<TV>::type topo_emission(const TopoArgs &a, int64_t b,
-                                                                  int64_t t, int64_t row) {
-    const TV *e = (const TV *)a.e;
-    return widen(a.gathered ? e[b * a.es0 + t * a.es1 + row * a.es2]
-                            : e[b * a.es0 + row * a.es1 + t * a.es2]);
-}
-
-/* Does the CPU read cell (t, s)? Every cell with skip edges, else the band
- * t - (S - n) <= s <= t. */
-__device__ __forceinline__ bool topo_readable(const TopoItem &it, int64_t t, int64_t s) {
-    return it.d ? true : (s <= t && s >= t - (it.S - it.n));
-}
-
-/* The item's checks (the CPU's check_item), block-wide; returns the status
- * and fills *it. Every thread gets the same answer. */
-static __device__ int topo_check_item(const TopoArgs &a, int64_t b, TopoItem *it) {
-    const int64_t L = a.token_len[b], S = a.frame_len[b], k = a.k;
-    it->b = b;
-    it->L = L;
-    it->S = S;
-    it->n = L * k + (a.has_blank ? L + 1 : 0);
-    it->d = 0;
-    it->alt_final = -1;
-    it->alt_weight = 0;
-    if (L < (a.has_blank ? 0 : 1) || L > a.tokens || S < 1 || S > a.frames) return MAS_ERR_BAD_LENGTH;
-    if (!a.gathered && it->n > a.rows) return MAS_ERR_BAD_LENGTH;
-    __shared__ int s_repeats;
-    if (threadIdx.x == 0) s_repeats = 0;
-    int bad = 0, repeats = 0;
-    if (a.labels) {
-        for (int64_t q = threadIdx.x; q < L * k; q += blockDim.x) {
-            int32_t l = a.labels[b * a.labels_stride + q];
-            bad |= a.gathered && (l < 0 || l >= a.V);
-            bad |= a.has_blank && l == a.blank;
-        }
-        if (a.has_blank)
-            for (int64_t i = 1 + threadIdx.x; i < L; i += blockDim.x)
-                repeats += topo_label(a, b, i - 1, k - 1) == topo_label(a, b, i, 0);
-    }
-    __syncthreads();
-    if (repeats) atomicAdd(&s_repeats, repeats);
-    bad = __syncthreads_or(bad);
-    if (bad) return MAS_ERR_BAD_ARGUMENT;
-    int64_t need = k * L + s_repeats;
-    const int skips = a.skips && L >= 2;
-    if (a.skips) need = k * (L / 2 > 1 ? L / 2 : 1);
-    if (need > S) return a.hard_mas ? MAS_ERR_X_LEN_GT_Y_LEN : MAS_ERR_TARGET_TOO_LONG;
-    it->d = a.has_blank ? (L >= 1 ? 2 : 0) : skips ? (int)k + 1 : 0;
-    if (a.has_blank && L >= 1) {
-        it->alt_final = it->n - 2;
-        it->alt_weight = 0;
-    } else if (skips) {
-        it->alt_final = it->n - 1 - k;
-        it->alt_weight = a.skip_pen;
-    }
-    return MAS_OK;
-}
 
 /* One sweep over the item. REV: states and frames reversed, with the
  * reversed edges (stay'[u] = stay[s], move'[u] = move[s+1], skip'[u] =
@@ -238,7 +45,6 @@ static __device__ int topo_check_item(const TopoArgs &a, int64_t b, TopoItem *it
  *   MODE_ALPHA: log-plus, every score to a.alpha.
  *   MODE_COMBINE: log-plus reversed, posterior / gradient from a.alpha.
  *   MODE_NONE: scores only (log Z). */
-enum { MODE_BITS = 0, MODE_ALPHA = 1, MODE_COMBINE = 2, MODE_NONE = 3 };
 
 template <typename TV, typename SEMI, int J, bool REV, int MODE, bool SKIP, bool PIPE>
 __device__ int topo_sweep_impl(const TopoArgs &a, const TopoItem &it, int slab,
@@ -563,38 +369,89 @@ template <typename TA> __device__ __forceinline__ void topo_store(void *base, in
 
 /* The backtrack over frames [t_lo, t_hi] from state s at frame t_hi, by
  * one warp (all 32 lanes call): path[t] for those frames; returns the state
- * at frame t_lo - 1 (t_lo > 0). bits: the item's rows, frame t_lo first.
- * From state s at frame t the path at frame t-f lies in [s - d f, s]: a
- * window of 32 frames needs at most d+1 words of each kind. */
+ * at frame t_lo - 1 (t_lo > 0). bits: the item's rows, frame t_lo first;
+ * win: 2 * kTopoWalkWin words of shared memory. From state s at frame t the
+ * path at frame t-f lies in [s - d f, s]: a window of 32 frames needs at
+ * most d+1 words of each kind.
+ *
+ * A run at a time, not a frame at a time (a lane-0 loop over frames was a
+ * third of the CTC Viterbi's time): lane f reads frame t-f's bits of the
+ * current state, a ballot finds the first frame that leaves it (a skip bit
+ * first, then a move bit; never frame 0), the lanes of the run write the
+ * path, and the walk goes on from there in one step. The next window's
+ * words are copied in (asynchronously where the device can) while this one
+ * is walked: those of states [s - 64 d, s], which hold the next window's
+ * states whatever this one does (when they fit; else after the walk). */
+constexpr int kTopoWalkWin = 32 * kTopoWinWords;
 static __device__ int64_t topo_walk(const TopoArgs &a, const TopoItem &it, int64_t s, int64_t t_hi,
                              int64_t t_lo, const uint32_t *bits, uint32_t *win, int32_t *path) {
     const int lane = threadIdx.x & 31;
-    const int dd = it.d > 1 ? it.d : 1;
-    int64_t t = t_hi;
-    while (t >= t_lo) {
-        int64_t lo = s - 32 * (int64_t)dd;
+    const int64_t dd = it.d > 1 ? it.d : 1;
+    /* frames [t-31, t] of words [w_lo, w_lo + nw) into buf, zeros before
+     * t_lo: lane f copies frame t-f's (move, skip) pairs (no division in
+     * the index arithmetic: a 64-bit one is a long routine on the GPU) */
+    auto stage = [&](uint32_t *buf, int64_t t, int64_t w_lo, int64_t nw) {
+        const int64_t tf = t - lane;
+        uint2 *dst = (uint2 *)(buf + lane * kTopoWinWords);
+        const uint2 *src = (const uint2 *)(bits + ((tf >= t_lo ? tf - t_lo : 0) * a.words + w_lo) * 2);
+        for (int r = 0; r < (int)nw; ++r) {
+            if (tf >= t_lo) __pipeline_memcpy_async(dst + r, src + r, 8);
+            else dst[r] = make_uint2(0u, 0u);
+        }
+        __pipeline_commit();
+    };
+    auto range = [&](int64_t span, int64_t *w_lo) {
+        int64_t lo = s - span;
         lo = lo < 0 ? 0 : lo;
-        const int64_t w_lo = lo / 32, nw = s / 32 - w_lo + 1;
-        for (int64_t q = lane; q < 32 * nw * 2; q += 32) {
-            const int64_t f = q / (nw * 2), r = q % (nw * 2), tf = t - f;
-            win[f * kTopoWinWords + r] = tf >= t_lo ? bits[((tf - t_lo) * a.words + w_lo) * 2 + r] : 0u;
-        }
+        *w_lo = lo / 32;
+        return s / 32 - *w_lo + 1;
+    };
+    int64_t t = t_hi, w_lo;
+    const int64_t nw0 = range(32 * dd, &w_lo);
+    int cur = 0;
+    stage(win, t, w_lo, nw0);
+    while (t >= t_lo) {
+        /* the next window, from a range that holds it */
+        int64_t w_next = 0;
+        const int64_t nw_next = range(64 * dd, &w_next);
+        const bool ahead = t - 32 >= t_lo && 2 * nw_next <= kTopoWinWords;
+        if (ahead) stage(win + (cur ^ 1) * kTopoWalkWin, t - 32, w_next, nw_next);
+        else __pipeline_commit(); /* an empty group: the wait below counts groups */
+        __pipeline_wait_prior(1); /* this window's copies are done */
         __syncwarp();
-        if (lane == 0) {
-            for (int f = 0; f < 32 && t - f >= t_lo; ++f) {
-                const int64_t tf = t - f;
-                path[tf] = (int32_t)s;
-                if (tf == 0) break;
-                const int64_t wi = s / 32 - w_lo;
-                const uint32_t bit = 1u << (s % 32);
-                if (it.d && (win[f * kTopoWinWords + 2 * wi + 1] & bit)) s -= it.d;
-                else if (win[f * kTopoWinWords + 2 * wi] & bit) s -= 1;
-            }
+        /* the run loop in 32-bit arithmetic (states < 2^30): its chain of
+         * dependent instructions is the walk's time */
+        const uint2 *wl = (const uint2 *)(win + cur * kTopoWalkWin + lane * kTopoWinWords);
+        const int wlo = (int)w_lo;
+        const int64_t tf = t - lane; /* this lane's frame */
+        const bool valid = tf >= t_lo, can_leave = valid && tf > 0;
+        int32_t *path_l = path + (valid ? tf : t_lo);
+        int si = (int)s, f0 = 0;
+        const int d = it.d;
+        while (f0 < 32) {
+            const uint2 w = wl[(si >> 5) - wlo];
+            const uint32_t bit = 1u << (si & 31);
+            const bool sk = d && (w.y & bit), mv = (w.x & bit) != 0;
+            const uint32_t m = __ballot_sync(kFullMask, can_leave && (sk || mv)) & (~0u << f0);
+            const uint32_t ms = __ballot_sync(kFullMask, sk);
+            const int f1 = m ? __ffs(m) - 1 : 31; /* the run's last frame */
+            if (valid && lane >= f0 && lane <= f1) *path_l = si;
+            if (!m) break;
+            si -= (ms >> f1) & 1u ? d : 1;
+            f0 = f1 + 1;
         }
-        s = __shfl_sync(kFullMask, s, 0);
+        s = si;
         t -= 32;
-        __syncwarp();
+        __syncwarp(); /* every lane is done with this window */
+        cur ^= 1;
+        if (ahead) {
+            w_lo = w_next;
+        } else if (t >= t_lo) {
+            const int64_t nw = range(32 * dd, &w_lo);
+            stage(win + cur * kTopoWalkWin, t, w_lo, nw);
+        }
     }
+    __pipeline_wait_prior(0);
     return s;
 }
 
@@ -665,30 +522,28 @@ __device__ void topo_outputs(const TopoArgs &a, const TopoItem &it, int status, 
     }
 }
 
-/* Viterbi of one item in one block: the forward with decision bits, the
- * backtrack, the outputs. */
-template <typename TV, int J>
+/* Viterbi of one item in one block: the forward with decision bits (the
+ * round sweep), the backtrack, the outputs. */
+template <typename TV>
 __global__ void __launch_bounds__(kTopoMaxThreads) topo_viterbi(TopoArgs a) {
     using TA = typename AccOf<TV>::type;
     extern __shared__ __align__(16) unsigned char smem[];
     __shared__ int s_status;
     __shared__ int64_t s_best;
     __shared__ double s_score;
-    const int BD = blockDim.x, tid = threadIdx.x;
+    __shared__ TA s_fin[2];
+    const int tid = threadIdx.x;
     const int64_t b = blockIdx.x;
-    const int64_t stride = kTopoPad + (int64_t)J * BD;
-    TA *col0 = (TA *)smem, *col1 = col0 + stride;
-    uint32_t *win = (uint32_t *)(col1 + stride);
+    TA *edge = (TA *)smem;
+    uint32_t *win = (uint32_t *)(smem + topo_rounds_smem(blockDim.x, sizeof(TA)));
 
     TopoItem it;
     int status = topo_check_item(a, b, &it);
     if (status == MAS_OK) {
-        TA *last = nullptr;
-        const int bad = topo_sweep<TV, MaxPlus, J, false, MODE_BITS>(a, it, col0, col1, (TA)0,
-                                                                      nullptr, &last);
+        const int bad = topo_rounds<TV, MaxPlus, MODE_BITS>(a, it, edge, s_fin);
         if (tid == 0) {
             int64_t best;
-            const double score = topo_final<TA, true>(it, last, &best);
+            const double score = topo_final_of<TA, true>(it, (double)s_fin[0], (double)s_fin[1], &best);
             s_status = bad ? MAS_ERR_NONFINITE_VALUE
                            : score == -INFINITY ? MAS_ERR_NO_FINITE_PATH : MAS_OK;
             s_best = best;
@@ -757,7 +612,7 @@ __global__ void __launch_bounds__(256) topo_pipe_settle(TopoArgs a) {
  * later segment left the path (or the best final state in the item's last
  * segment). */
 static __global__ void __launch_bounds__(128) topo_pipe_walk(TopoArgs a, int64_t B) {
-    __shared__ uint32_t win[4][32 * kTopoWinWords];
+    __shared__ __align__(8) uint32_t win[4][2 * kTopoWalkWin]; /* uint2 reads */
     const int w = threadIdx.x >> 5;
     const int64_t b = (int64_t)blockIdx.x * 4 + w;
     if (b >= B || a.pipe.status[b] != MAS_OK) return;
@@ -798,17 +653,28 @@ __global__ void __launch_bounds__(kTopoMaxThreads) topo_forward_sum(TopoArgs a) 
     TA *gsum = a.grad ? col1 + stride : nullptr;
     const bool want = a.post || a.grad;
 
+    __shared__ TA s_fin[2];
+
     TopoItem it;
     int status = topo_check_item(a, b, &it);
     if (status == MAS_OK) {
-        TA *last = nullptr;
-        int bad = want ? topo_sweep<TV, LogPlus, J, false, MODE_ALPHA>(a, it, col0, col1, (TA)0,
+        TA *last = col0;
+        int bad;
+        if constexpr (J == 1) {
+            /* the round sweep (one block) for the forward */
+            TA *edge = col1 + stride + (a.grad ? 2 * a.V : 0);
+            bad = want ? topo_rounds<TV, LogPlus, MODE_ALPHA>(a, it, edge, s_fin)
+                       : topo_rounds<TV, LogPlus, MODE_NONE>(a, it, edge, s_fin);
+        } else {
+            bad = want ? topo_sweep<TV, LogPlus, J, false, MODE_ALPHA>(a, it, col0, col1, (TA)0,
                                                                         nullptr, &last)
                        : topo_sweep<TV, LogPlus, J, false, MODE_NONE>(a, it, col0, col1, (TA)0,
                                                                           nullptr, &last);
+        }
         if (tid == 0) {
             int64_t unused;
-            double lz = topo_final<TA, false>(it, last, &unused);
+            double lz = J == 1 ? topo_final_of<TA, false>(it, (double)s_fin[0], (double)s_fin[1], &unused)
+                               : topo_final<TA, false>(it, last, &unused);
             if (sizeof(TA) == 4) lz = (double)(float)lz;
             if (lz != lz) lz = INFINITY; /* accumulator overflow, as on the CPU (mas.h section 5) */
             s_status = bad ? MAS_ERR_NONFINITE_VALUE : lz == -INFINITY ? MAS_ERR_NO_FINITE_PATH : MAS_OK;

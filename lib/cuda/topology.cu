@@ -187,9 +187,17 @@ mas_status launch(bool soft, TopoArgs &t, const mas_topo_args *a, void *stream) 
     int threads;
     const int j = pick_j(t.n_max, &threads);
     const size_t acc = a->emissions.dtype == MAS_FLOAT64 ? 8 : 4;
-    size_t smem = 2 * (size_t)(kTopoPad + (int64_t)j * threads) * acc;
-    if (soft && t.grad) smem += 2 * (size_t)t.V * acc;
-    if (!soft) smem += 32 * kTopoWinWords * sizeof(uint32_t);
+    size_t smem;
+    if (soft) {
+        /* the reversed sweep's two columns, the gradient's per-label sums,
+         * and with one state a thread the forward's edge rings */
+        smem = 2 * (size_t)(kTopoPad + (int64_t)j * threads) * acc;
+        if (t.grad) smem += 2 * (size_t)t.V * acc;
+        if (j == 1) smem += topo_rounds_smem(threads, acc);
+    } else {
+        /* the round sweep's edge rings, the backtrack's window */
+        smem = topo_rounds_smem(threads, acc) + 2 * kTopoWalkWin * sizeof(uint32_t);
+    }
     DeviceInfo dev;
     mas_status st = current_device(&dev);
     if (st != MAS_OK) return st;
