@@ -1,6 +1,8 @@
-/* The forward sweep of a topology in one block without a barrier per frame
- * (mas.h section 7): the Viterbi's decision bits, or the log-plus forward's
- * scores, of chains of at most 1024 states (one state a thread).
+/* The Viterbi's forward sweep of a topology in one block without a barrier
+ * per frame (mas.h section 7): the decision bits of chains of at most 1024
+ * states (one state a thread). The log-plus forward stays on the block
+ * sweep: on the round sweep it was no faster (its cell is long enough to
+ * hide the barrier; bench/results/topology-gpu-h100.md).
  *
  * Why: topo_sweep.cuh's block sweep keeps the whole column in shared memory
  * and pays a __syncthreads per frame; at 601 states (CTC, 300 labels) a
@@ -46,9 +48,8 @@ __host__ __device__ constexpr size_t topo_rounds_smem(int threads, size_t acc) {
     return (size_t)(threads / 32 + 1) * kRoundRing * kTopoPad * acc;
 }
 
-/* The forward sweep over item `it` by one block: MODE_BITS (max-plus,
- * decision bits to a.bits), MODE_ALPHA (log-plus, every score to a.alpha)
- * or MODE_NONE (scores only). Every thread calls it. Leaves the last
+/* The max-plus forward over item `it` by one block, its decision bits to
+ * a.bits. Every thread calls it. Leaves the last
  * frame's scores of state n-1 and of the other final state in fin[0] and
  * fin[1], and returns 1 (every thread) when a read cell was NaN or +inf.
  * edge: topo_rounds_smem bytes of shared memory; fin: shared.
@@ -60,11 +61,10 @@ __host__ __device__ constexpr size_t topo_rounds_smem(int threads, size_t acc) {
  * the chain computes -inf (its weights are -inf, so its bits stay 0); lane
  * f keeps frame f's decision words and the warp stores a chunk's words at
  * once. */
-template <typename TV, typename SEMI, int MODE, bool SKIP>
+template <typename TV, bool SKIP>
 __device__ int topo_rounds_impl(const TopoArgs &a, const TopoItem &it,
                                 typename AccOf<TV>::type *edge, typename AccOf<TV>::type *fin) {
     using TA = typename AccOf<TV>::type;
-    static_assert(MODE == MODE_BITS || MODE == MODE_ALPHA || MODE == MODE_NONE, "forward modes");
     constexpr int P = kTopoPad, C = kRoundFrames, R = kRoundRing;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, warps = blockDim.x / 32;
     const int n = (int)it.n, S = (int)it.S, d = it.d, width = (int)(it.S - it.n);
@@ -106,7 +106,6 @@ __device__ int topo_rounds_impl(const TopoArgs &a, const TopoItem &it,
     TA *mine = edge + (size_t)(warp + 1) * R * P;
     const TA *below = mine - R * P; /* the warp below's ring, or the virtual one */
     uint32_t *bits_w = a.bits + b * a.bits_frames * a.words * 2 + 2 * warp;
-    TA *ap = (TA *)a.alpha + b * a.frames * a.n_max + u;
     const int sk_idx = SKIP && lane < d ? P - d + lane : 0; /* ring entry of state u - d */
     const int top_idx = lane - (32 - P);                     /* >= 0: sent up */
     TA q = neg_inf<TA>();
@@ -128,25 +127,20 @@ __device__ int topo_rounds_impl(const TopoArgs &a, const TopoItem &it,
         const TA upd = SKIP ? __shfl_up_sync(kFullMask, q, d) : neg_inf<TA>();
         const TA stay = q + wst, move = (lane == 0 ? e_mv : up1) + wmv;
         const bool mv_bit = stay < move;
-        TA qn = SEMI::plus(stay, move);
+        TA qn = MaxPlus::plus(stay, move);
         bool sk_bit = false;
         if (SKIP) {
             const TA skip = (lane < d ? e_sk : upd) + wsk;
             sk_bit = qn < skip;
-            qn = SEMI::plus(qn, skip);
+            qn = MaxPlus::plus(qn, skip);
         }
         bad |= !(cell < pos_inf<TA>()); /* unread cells are -inf */
         q = live ? qn + cell : neg_inf<TA>();
-        if (MODE == MODE_BITS) {
-            const uint32_t wm = __ballot_sync(kFullMask, mv_bit);
-            const uint32_t ws = SKIP ? __ballot_sync(kFullMask, sk_bit) : 0u;
-            const bool keep = lane == (tau & (C - 1));
-            kw_m = keep ? wm : kw_m;
-            kw_s = keep ? ws : kw_s;
-        } else if (MODE == MODE_ALPHA) {
-            if (live) *ap = q;
-            ap += a.n_max;
-        }
+        const uint32_t wm = __ballot_sync(kFullMask, mv_bit);
+        const uint32_t ws = SKIP ? __ballot_sync(kFullMask, sk_bit) : 0u;
+        const bool keep = lane == (tau & (C - 1));
+        kw_m = keep ? wm : kw_m;
+        kw_s = keep ? ws : kw_s;
         if (top_idx >= 0) wb[f * P] = q;
     };
     auto frames = [&](const int t0, const int t_hi) {
@@ -170,7 +164,7 @@ __device__ int topo_rounds_impl(const TopoArgs &a, const TopoItem &it,
 #pragma unroll 1
                 for (int t0 = t_lo; t0 < t_hi; t0 += kTopoAhead) frames(t0, t_hi);
             }
-            if (MODE == MODE_BITS && lane < t_hi - t_lo)
+            if (lane < t_hi - t_lo)
                 *(uint2 *)(bits_w + (int64_t)(t_lo + lane) * a.words * 2) = make_uint2(kw_m, kw_s);
             if (c == nch - 1 && (u == n - 1 || u == it.alt_final)) fin[u == n - 1 ? 0 : 1] = q;
             if (warp == 0 && c == 0) {
@@ -187,11 +181,11 @@ __device__ int topo_rounds_impl(const TopoArgs &a, const TopoItem &it,
 
 /* The sweep with or without skip edges (a compile-time choice, as in
  * topo_sweep). */
-template <typename TV, typename SEMI, int MODE>
+template <typename TV>
 __device__ int topo_rounds(const TopoArgs &a, const TopoItem &it, typename AccOf<TV>::type *edge,
                            typename AccOf<TV>::type *fin) {
-    if (it.d) return topo_rounds_impl<TV, SEMI, MODE, true>(a, it, edge, fin);
-    return topo_rounds_impl<TV, SEMI, MODE, false>(a, it, edge, fin);
+    if (it.d) return topo_rounds_impl<TV, true>(a, it, edge, fin);
+    return topo_rounds_impl<TV, false>(a, it, edge, fin);
 }
 
 } // namespace mas_cuda

@@ -1,9 +1,11 @@
 /* Topologies on CUDA (mas.h section 7): one block per item sweeps the
  * item's chain of states frame by frame, the semiring (max-plus for Viterbi,
  * log-plus for log Z) and the direction (forwards, or reversed for the
- * posterior) being template parameters of one sweep. The forward Viterbi
- * can also run pipelined (TopoPipe below): several blocks an item, each a
- * slab of the chain, over one segment of frames at a time (long form).
+ * posterior) being template parameters of one sweep. The one-block
+ * Viterbi's forward is the round sweep of topo_rounds.cuh (no barrier a
+ * frame); the forward Viterbi can also run pipelined (TopoPipe below):
+ * several blocks an item, each a slab of the chain, over one segment of
+ * frames at a time (long form).
  *
  * Why this shape: a transcript's chain has skip edges (s-d -> s: CTC blanks,
  * token skips), so a state needs the scores of d states below it from the
@@ -22,8 +24,9 @@
  * not read either.
  *
  * Hard: one decision bit per cell and edge (move, skip) in the workspace;
- * warp 0 then walks back 32 frames at a time from a window of words staged
- * in shared memory, and the block writes the outputs. Soft: the forward
+ * warp 0 then walks back a run of frames at a time through windows of 32
+ * frames' words staged in shared memory (topo_walk), and the block writes
+ * the outputs. Soft: the forward
  * stores every score; the reversed sweep combines them into the posterior
  * and the gradient of the log-probs (summed per label in shared memory). */
 #ifndef MAS_CUDA_TOPO_SWEEP_CUH
@@ -540,7 +543,7 @@ __global__ void __launch_bounds__(kTopoMaxThreads) topo_viterbi(TopoArgs a) {
     TopoItem it;
     int status = topo_check_item(a, b, &it);
     if (status == MAS_OK) {
-        const int bad = topo_rounds<TV, MaxPlus, MODE_BITS>(a, it, edge, s_fin);
+        const int bad = topo_rounds<TV>(a, it, edge, s_fin);
         if (tid == 0) {
             int64_t best;
             const double score = topo_final_of<TA, true>(it, (double)s_fin[0], (double)s_fin[1], &best);
@@ -653,28 +656,17 @@ __global__ void __launch_bounds__(kTopoMaxThreads) topo_forward_sum(TopoArgs a) 
     TA *gsum = a.grad ? col1 + stride : nullptr;
     const bool want = a.post || a.grad;
 
-    __shared__ TA s_fin[2];
-
     TopoItem it;
     int status = topo_check_item(a, b, &it);
     if (status == MAS_OK) {
-        TA *last = col0;
-        int bad;
-        if constexpr (J == 1) {
-            /* the round sweep (one block) for the forward */
-            TA *edge = col1 + stride + (a.grad ? 2 * a.V : 0);
-            bad = want ? topo_rounds<TV, LogPlus, MODE_ALPHA>(a, it, edge, s_fin)
-                       : topo_rounds<TV, LogPlus, MODE_NONE>(a, it, edge, s_fin);
-        } else {
-            bad = want ? topo_sweep<TV, LogPlus, J, false, MODE_ALPHA>(a, it, col0, col1, (TA)0,
+        TA *last = nullptr;
+        int bad = want ? topo_sweep<TV, LogPlus, J, false, MODE_ALPHA>(a, it, col0, col1, (TA)0,
                                                                         nullptr, &last)
                        : topo_sweep<TV, LogPlus, J, false, MODE_NONE>(a, it, col0, col1, (TA)0,
                                                                           nullptr, &last);
-        }
         if (tid == 0) {
             int64_t unused;
-            double lz = J == 1 ? topo_final_of<TA, false>(it, (double)s_fin[0], (double)s_fin[1], &unused)
-                               : topo_final<TA, false>(it, last, &unused);
+            double lz = topo_final<TA, false>(it, last, &unused);
             if (sizeof(TA) == 4) lz = (double)(float)lz;
             if (lz != lz) lz = INFINITY; /* accumulator overflow, as on the CPU (mas.h section 5) */
             s_status = bad ? MAS_ERR_NONFINITE_VALUE : lz == -INFINITY ? MAS_ERR_NO_FINITE_PATH : MAS_OK;

@@ -22,8 +22,9 @@ namespace {
  * state a thread); more go to the pipelined one, several blocks an item
  * (topo_pipe_sweep), as does every long-form call. On the H100 the one
  * block is the faster up to here: CTC B=32 S=1500 L=300 (601 states) took
- * 0.65 ms in one block an item against 0.95 ms in 5 blocks of 128
- * (bench/results/topology-gpu-h100.md). */
+ * 0.65 ms in one block an item (block sweep; 0.31 ms on the round sweep)
+ * against 0.95 ms in 5 blocks of 128; a cluster of blocks an item with the
+ * round sweep took 0.60 ms (bench/results/topology-gpu-h100.md). */
 constexpr int64_t kOneBlockStates = 1024;
 
 /* Threads (= states) of a pipelined block: larger blocks for longer chains,
@@ -189,11 +190,10 @@ mas_status launch(bool soft, TopoArgs &t, const mas_topo_args *a, void *stream) 
     const size_t acc = a->emissions.dtype == MAS_FLOAT64 ? 8 : 4;
     size_t smem;
     if (soft) {
-        /* the reversed sweep's two columns, the gradient's per-label sums,
-         * and with one state a thread the forward's edge rings */
+        /* the block sweep's two columns, the gradient's per-label sums (the
+         * round sweep was no faster in log-plus: bench/results/topology-gpu-h100.md) */
         smem = 2 * (size_t)(kTopoPad + (int64_t)j * threads) * acc;
         if (t.grad) smem += 2 * (size_t)t.V * acc;
-        if (j == 1) smem += topo_rounds_smem(threads, acc);
     } else {
         /* the round sweep's edge rings, the backtrack's window */
         smem = topo_rounds_smem(threads, acc) + 2 * kTopoWalkWin * sizeof(uint32_t);
