@@ -38,7 +38,6 @@ namespace mas_cuda {
 #endif
 constexpr int kRoundFrames = MAS_ROUND_FRAMES;    /* frames of a chunk */
 constexpr int kRoundRing = 4 * kRoundFrames;      /* frames of a warp's edge ring */
-constexpr int kRoundMaxStates = kTopoMaxThreads; /* one state a thread */
 static_assert(kRoundFrames % kTopoAhead == 0, "a chunk starts at a whole emission ring");
 
 /* Shared memory of the edge rings for `threads` threads, accumulator bytes
@@ -49,10 +48,10 @@ __host__ __device__ constexpr size_t topo_rounds_smem(int threads, size_t acc) {
 }
 
 /* The max-plus forward over item `it` by one block, its decision bits to
- * a.bits. Every thread calls it. Leaves the last
- * frame's scores of state n-1 and of the other final state in fin[0] and
- * fin[1], and returns 1 (every thread) when a read cell was NaN or +inf.
- * edge: topo_rounds_smem bytes of shared memory; fin: shared.
+ * a.bits. Every thread calls it. Leaves the last frame's scores of state
+ * n-1 and of the other final state in fin[0] and fin[1], and returns 1
+ * (every thread) when a read cell was NaN or +inf. edge: topo_rounds_smem
+ * bytes of shared memory; fin: shared.
  *
  * A frame is straight-line code (ncu: the first version, with branches
  * around the edge loads and the bit stores, issued ~95 instructions a frame
@@ -92,8 +91,7 @@ __device__ int topo_rounds_impl(const TopoArgs &a, const TopoItem &it,
     for (int f = 0; f < kTopoAhead; ++f) ring[f] = readable(f) ? widen(ep[f * estep]) : neg_inf<TA>();
     ep += kTopoAhead * estep;
 
-    /* the rings: -inf, but the virtual start; fin and the flag cleared
-     * before any block of the cluster writes them */
+    /* the rings: -inf, but the virtual start */
     for (int q = tid; q < (warps + 1) * R * P; q += blockDim.x) edge[q] = neg_inf<TA>();
     if (tid == 0) fin[0] = fin[1] = neg_inf<TA>();
     __syncthreads();
