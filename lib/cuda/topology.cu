@@ -195,7 +195,7 @@ mas_status launch(bool soft, TopoArgs &t, const mas_topo_args *a, void *stream) 
         smem = 2 * (size_t)(kTopoPad + (int64_t)j * threads) * acc;
         if (t.grad) smem += 2 * (size_t)t.V * acc;
     } else {
-        /* the round sweep's edge rings, the backtrack's window */
+        /* the round sweep's edge rings, the backtrack's two windows */
         smem = topo_rounds_smem(threads, acc) + 2 * kTopoWalkWin * sizeof(uint32_t);
     }
     DeviceInfo dev;
