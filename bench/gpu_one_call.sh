@@ -14,6 +14,9 @@
 #   5. with PROFILE_SMALL=1: bench/profile_hard.sh small (ncu of hard_small)
 #   6. with TOPO_BENCH=1: test_topology_cuda's full set (seed $SEED) and
 #      --bench rows, then `python -m libmas bench --topology --device cuda`
+#   7. with SPEECH=1: examples/speech/run.py --device cuda $SPEECH_ARGS (the
+#      data's manifests and feature caches carried: the machine has no
+#      espeak-ng), its report copied to the logs
 # CUDA_TESTS="" runs none; REPLAY_FILES=0 skips the replay.
 # Usage: bench/gpu_one_call.sh      Exit: non-zero when a step failed.
 set -u -o pipefail
@@ -138,6 +141,12 @@ if [ "${PROFILE_SMALL:-0}" = 1 ]; then
   nvcc -std=c++17 -O2 -lineinfo -arch=sm_"$ARCH" -Iinclude -Ilib -Itests/c tests/cuda/bench_hard_cuda.cu \
     "$LIB" -lm -lpthread -o "$B/bench_hard_cuda" >"$LOGS/nvcc_bench_profile.log" 2>&1 &&
     OUT="$LOGS/profile" bash bench/profile_hard.sh "$B" small 2>&1 | tee -a "$LOGS/summary.log" || fail=1
+fi
+if [ "${SPEECH:-0}" = 1 ]; then
+  step "7. the speech example on the GPU"
+  PYTHONPATH="$R/$PKG" timeout 540 python3 examples/speech/run.py --device cuda --no-plots \
+    --out "$LOGS/speech" ${SPEECH_ARGS:-} >"$LOGS/speech.log" 2>&1 || fail=1
+  grep -E "^\||training utterances|dropped|Error|error" "$LOGS/speech.log" | tee -a "$LOGS/summary.log"
 fi
 step "done, status $fail"
 exit $fail

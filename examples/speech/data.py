@@ -194,6 +194,8 @@ def build(out_dir, n, seed=0, part="train", progress=None):
     if not texts:
         raise RuntimeError(f"no sentences found under {TEXT_GLOB}")
     os.makedirs(out_dir, exist_ok=True)
+    for old in glob.glob(os.path.join(out_dir, "cepstra-*.npz")):
+        os.remove(old)  # features of the audio this replaces
     manifest = []
     for i in range(n):
         # one generator per utterance: espeak-ng's output length varies between

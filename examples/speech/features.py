@@ -82,14 +82,27 @@ def log_mel(samples, rate, hop_s=HOP_S):
     return np.log(np.maximum(energies, 1e-10)), t
 
 
-def mfcc(samples, rate, hop_s=HOP_S):
-    """[T, 39] float32: 13 MFCCs, deltas, accelerations; normalised per
-    utterance to mean 0, variance 1."""
+def cepstra(samples, rate, hop_s=HOP_S):
+    """The 13 MFCCs [T, N_CEPS], float32: what a feature cache keeps (the
+    deltas and the normalisation are made from them by from_cepstra, so
+    cached and fresh features are the same bits)."""
     logmel, _ = log_mel(samples, rate, hop_s)
-    c = logmel @ _dct_matrix(N_MELS, N_CEPS).T
+    return (logmel @ _dct_matrix(N_MELS, N_CEPS).T).astype(np.float32)
+
+
+def from_cepstra(c, hop_s=HOP_S):
+    """[T, 39] float32 from cepstra [T, 13]: the cepstra, deltas,
+    accelerations, normalised per utterance to mean 0, variance 1."""
+    c = np.asarray(c, np.float64)
     # the deltas' window is +-20 ms whatever the hop
     width = max(1, int(round(0.020 / hop_s)))
     d = deltas(c, width)
     f = np.concatenate([c, d, deltas(d, width)], axis=1)
     f = (f - f.mean(0)) / np.maximum(f.std(0), 1e-8)
     return f.astype(np.float32)
+
+
+def mfcc(samples, rate, hop_s=HOP_S):
+    """[T, 39] float32: 13 MFCCs, deltas, accelerations; normalised per
+    utterance to mean 0, variance 1."""
+    return from_cepstra(cepstra(samples, rate, hop_s), hop_s)

@@ -64,9 +64,10 @@ class Progress:
 
 
 class Chunk:
-    """Utterances of similar length, padded: x [b, S, J] (device), s_len,
-    l_len [b] int64 and labels [b, Lmax*K] int32 (CPU: the topology ops'
-    arguments), mask [b, S] (device), ids: the utterances' indices."""
+    """Utterances of similar length, padded: x [b, S, J], mask [b, S],
+    labels [b, Lmax*K] int32 and the lengths s_len_t, l_len_t [b] int64, all
+    on the device (the topology ops run where the likelihoods are); s_len,
+    l_len: the lengths in NumPy; ids: the utterances' indices."""
 
     def __init__(self, feats, phone_ids, ids, device):
         b = len(ids)
@@ -82,11 +83,11 @@ class Chunk:
             p = np.asarray(phone_ids[i], np.int32)
             labels[r, :len(p) * K] = (p[:, None] * K + np.arange(K, dtype=np.int32)).ravel()
         self.ids = list(ids)
-        self.labels = torch.from_numpy(labels)
+        self.labels = torch.from_numpy(labels).to(device)
         self.x = torch.from_numpy(x).to(device)
         self.mask = (torch.arange(s_max)[None, :] < torch.from_numpy(self.s_len)[:, None]).to(device)
-        self.s_len_t = torch.from_numpy(self.s_len)
-        self.l_len_t = torch.from_numpy(self.l_len)
+        self.s_len_t = torch.from_numpy(self.s_len).to(device)
+        self.l_len_t = torch.from_numpy(self.l_len).to(device)
 
 
 def make_chunks(feats, phone_ids, device, max_cells):
@@ -189,9 +190,9 @@ def uniform_states(chunk):
     n = torch.from_numpy(chunk.l_len * K)[:, None].double()
     pos = torch.floor(t * n / torch.from_numpy(chunk.s_len)[:, None].double()).long()
     pos = pos.clamp_max(n.long() - 1)
-    pdf = torch.gather(chunk.labels.long(), 1, pos.clamp(0, chunk.labels.shape[1] - 1))
+    pdf = torch.gather(chunk.labels.long().cpu(), 1, pos.clamp(0, chunk.labels.shape[1] - 1))
     pdf[~chunk.mask.cpu()] = -1
-    return pdf
+    return pdf.to(chunk.x.device)
 
 
 def uniform_boundaries(n_frames, n_phones):
@@ -200,10 +201,10 @@ def uniform_boundaries(n_frames, n_phones):
     return np.floor(i * K * n_frames / (n_phones * K)).astype(np.int64)
 
 
-def align(chunk, ll_cpu):
-    """libmas.viterbi over the chunk's transcripts: (pdf id per frame
-    [b, S] (-1 on padding), token_spans [b, L, 2], score [b])."""
-    r = libmas.viterbi(ll_cpu, chunk.l_len_t, chunk.s_len_t, TOPOLOGY, labels=chunk.labels,
+def align(chunk, ll):
+    """libmas.viterbi over the chunk's transcripts, on ll's device: (pdf id
+    per frame [b, S] (-1 on padding), token_spans [b, L, 2], score [b])."""
+    r = libmas.viterbi(ll, chunk.l_len_t, chunk.s_len_t, TOPOLOGY, labels=chunk.labels,
                        gathered=True)
     sid = r.state_ids.long()
     pdf = torch.gather(chunk.labels.long(), 1, sid.clamp_min(0))
@@ -211,24 +212,25 @@ def align(chunk, ll_cpu):
     return pdf, r.token_spans, r.score
 
 
-def occupancy_hard(pdf, n_states, device):
-    """One-hot state occupation [b, S, n_states] from pdf ids (-1: none)."""
+def occupancy_hard(pdf, n_states):
+    """One-hot state occupation [b, S, n_states] from pdf ids (-1: none),
+    on pdf's device."""
     b, S = pdf.shape
-    g = torch.zeros(b, S, n_states, dtype=torch.float32)
+    g = torch.zeros(b, S, n_states, dtype=torch.float32, device=pdf.device)
     g.scatter_(2, pdf.clamp_min(0)[..., None], (pdf >= 0).float()[..., None])
-    return g.to(device)
+    return g
 
 
-def occupancy_soft(chunk, ll_cpu, n_states, device):
-    """State occupation [b, S, n_states] from libmas.state_posterior: the
-    chain states' posteriors summed per pdf id."""
-    post = libmas.state_posterior(ll_cpu, chunk.l_len_t, chunk.s_len_t, TOPOLOGY,
+def occupancy_soft(chunk, ll, n_states):
+    """State occupation [b, S, n_states] from libmas.state_posterior (on
+    ll's device): the chain states' posteriors summed per pdf id."""
+    post = libmas.state_posterior(ll, chunk.l_len_t, chunk.s_len_t, TOPOLOGY,
                                   labels=chunk.labels, gathered=True)   # [b, n, S]
     b, n, S = post.shape
-    g = torch.zeros(b, S, n_states, dtype=post.dtype)
+    g = torch.zeros(b, S, n_states, dtype=post.dtype, device=post.device)
     idx = chunk.labels.long()[:, None, :n].expand(b, S, n)
     g.scatter_add_(2, idx, post.transpose(1, 2))
-    return g.float().to(device)
+    return g.float()
 
 
 def responsibilities(model, chunk, ll, gamma):
@@ -290,7 +292,7 @@ def init_flat(model, chunks):
         n += xv.shape[0]
         s1 += xv.sum(0)
         s2 += (xv * xv).sum(0)
-        g = occupancy_hard(uniform_states(c), model.n_states, dev)
+        g = occupancy_hard(uniform_states(c), model.n_states)
         o, f, s = statistics(g, c.x, c.mask)
         occ += o
         first += f
@@ -317,16 +319,15 @@ def em_iteration(model, chunks, method, timer, progress=None):
         gmm = model.gmm()
         ll = gmm.loglik(c.x)                                   # [b, S, states]
         t = timer.add("likelihood", t)
-        ll_cpu = ll.cpu() if ll.is_cuda else ll
         if method == "viterbi":
-            pdf, _, sc = align(c, ll_cpu)
-            score += float(sc.double().sum())
+            pdf, _, sc = align(c, ll)
+            score += sc.double().sum()
             t = timer.add("alignment", t)
-            gamma = occupancy_hard(pdf, model.n_states, dev)
+            gamma = occupancy_hard(pdf, model.n_states)
         else:
-            gamma = occupancy_soft(c, ll_cpu, model.n_states, dev)
+            gamma = occupancy_soft(c, ll, model.n_states)
             t = timer.add("alignment", t)
-            score += float((gamma * torch.where(c.mask[..., None], ll, 0.0)).double().sum())
+            score += (gamma * torch.where(c.mask[..., None], ll, 0.0)).double().sum()
         r = responsibilities(model, c, ll, gamma)
         t = timer.add("likelihood", t)
         o, f, s = statistics(r, c.x, c.mask)
@@ -339,7 +340,7 @@ def em_iteration(model, chunks, method, timer, progress=None):
     t = time.perf_counter()
     model.update(occ, first, second)
     timer.add("update", t)
-    return score
+    return float(score)
 
 
 def test_boundaries(model, chunks):
@@ -350,8 +351,8 @@ def test_boundaries(model, chunks):
     out = {}
     gmm = model.gmm()
     for c in chunks:
-        ll = gmm.loglik(c.x)
-        _, spans, _ = align(c, ll.cpu() if ll.is_cuda else ll)
+        _, spans, _ = align(c, gmm.loglik(c.x))
+        spans = spans.cpu()
         for r, i in enumerate(c.ids):
             out[i] = spans[r, 1:int(c.l_len[r]), 0].numpy().astype(np.int64)
     return out

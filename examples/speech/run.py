@@ -105,15 +105,37 @@ def ensure_data(root, part, n, seed, progress):
     return d, utts
 
 
+def cache_path(d, hop_s):
+    return os.path.join(d, f"cepstra-{hop_s * 1000.0:g}ms.npz")
+
+
 def load_features(d, utts, progress, label, hop_s):
+    """MFCCs + deltas of every utterance of d. The cepstra are kept in
+    d/cepstra-<hop>ms.npz (float32, compressed: about 18 MB an hour of
+    speech): a second run, or a machine that has only the manifest and that
+    file (the GPU machine, which has no espeak-ng), skips the audio."""
+    path = cache_path(d, hop_s)
+    key = np.asarray([u["num_samples"] for u in utts], np.int64)
+    try:
+        with np.load(path) as z:
+            if np.array_equal(z["num_samples"], key):
+                lengths = z["lengths"]
+                cuts = np.concatenate([[0], np.cumsum(lengths)])
+                cep = z["cepstra"]
+                return [features.from_cepstra(cep[cuts[i]:cuts[i + 1]], hop_s)
+                        for i in range(len(utts))]
+    except (OSError, KeyError, ValueError):
+        pass
     bar = progress(f"features ({label})", len(utts))
-    feats = []
+    ceps = []
     for u in utts:
         x, sr = data.read_wav(os.path.join(d, u["wav"]))
-        feats.append(features.mfcc(x, sr, hop_s))
+        ceps.append(features.cepstra(x, sr, hop_s))
         bar.update()
     bar.close()
-    return feats
+    np.savez_compressed(path, cepstra=np.concatenate(ceps), lengths=[len(c) for c in ceps],
+             num_samples=key)
+    return [features.from_cepstra(c, hop_s) for c in ceps]
 
 
 def boundary_truth(u):

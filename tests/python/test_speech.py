@@ -102,7 +102,7 @@ def test_occupation_and_responsibilities(torch, rng):
     model.var_floor = torch.full((J,), 1e-3, dtype=torch.float64)
     model.split()
     ll = model.gmm().loglik(chunk.x)
-    gamma = hmm.occupancy_soft(chunk, ll, model.n_states, torch.device("cpu"))
+    gamma = hmm.occupancy_soft(chunk, ll, model.n_states)
     post = __import__("libmas").state_posterior(ll, chunk.l_len_t, chunk.s_len_t, hmm.TOPOLOGY,
                                                 labels=chunk.labels, gathered=True).double()
     ref = np.zeros((b, S, model.n_states))
@@ -117,7 +117,7 @@ def test_occupation_and_responsibilities(torch, rng):
     np.testing.assert_allclose(r.view(b, S, model.n_states, model.G).sum(3).numpy(),
                                gamma.numpy(), atol=1e-5)
     pdf, spans, _ = hmm.align(chunk, ll)
-    hard = hmm.occupancy_hard(pdf, model.n_states, torch.device("cpu"))
+    hard = hmm.occupancy_hard(pdf, model.n_states)
     assert torch.equal(hard.sum(2), chunk.mask.float())
     assert int(spans[0, 0, 0]) == 0 and int(spans[1, 1, 1]) == 8
 
@@ -174,3 +174,34 @@ def test_boundary_correction_learns_offsets(rng):
     np.testing.assert_allclose(out, [100.0 - ab, 100.0 - ab, 300.0 - ab])
     with pytest.raises(ValueError):
         fix.apply([1.0], ["a", "b", "a"])
+
+
+def test_feature_cache_gives_the_same_features(espeak, tmp_path):
+    import features
+    import run
+
+    class Quiet:
+        def __init__(self, *a):
+            pass
+
+        def update(self):
+            pass
+
+        def close(self):
+            pass
+
+    d = str(tmp_path / "c")
+    utts = data.build(d, 3, seed=5)
+    fresh = [features.mfcc(*data.read_wav(os.path.join(d, u["wav"]))) for u in utts]
+    first = run.load_features(d, utts, Quiet, "t", features.HOP_S)   # writes the cache
+    cache = run.cache_path(d, features.HOP_S)
+    assert os.path.exists(cache)
+    for u in utts:  # the cache alone must do
+        os.remove(os.path.join(d, u["wav"]))
+    second = run.load_features(d, utts, Quiet, "t", features.HOP_S)
+    for a, b, c in zip(fresh, first, second):
+        assert a.shape == b.shape == c.shape and a.shape[1] == 39
+        assert np.array_equal(a, b) and np.array_equal(b, c)
+    # a rebuild of the data drops the cache of the audio it replaces
+    data.build(d, 3, seed=6)
+    assert not os.path.exists(cache)
