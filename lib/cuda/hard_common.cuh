@@ -149,6 +149,19 @@ static inline HardLayout hard_layout(int64_t B, int64_t T, int64_t S, mas_dtype 
     return L;
 }
 
+/* Running maximum that keeps NaN (and +inf, the largest value): checking the
+ * cells for NaN/+inf costs one instruction a cell. */
+__device__ __forceinline__ float guard_max(float g, float v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    float r;
+    asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(g), "f"(v));
+    return r;
+#else
+    return (g >= v || g != g) ? g : v;
+#endif
+}
+__device__ __forceinline__ double guard_max(double g, double v) { return (g >= v || g != g) ? g : v; }
+
 } // namespace mas_cuda
 
 #endif

@@ -108,12 +108,14 @@ __device__ int topo_rounds_impl(const TopoArgs &a, const TopoItem &it,
     const int top_idx = lane - (32 - P);                     /* >= 0: sent up */
     TA q = neg_inf<TA>();
     uint32_t kw_m = 0, kw_s = 0; /* lane f: the words of the chunk's frame f */
-    int bad = 0;
+    /* the largest cell read, NaN when one was: one instruction a frame */
+    TA worst = neg_inf<TA>();
 
     /* frame tau = t0 + f (t0 a multiple of kTopoAhead, so that frames
      * t0 .. t0+3 lie in consecutive ring slots): eb the ring entries of
-     * frame tau-1, wb this lane's entry of frame t0 */
-    auto frame = [&](const int f, const int tau, const TA *eb, TA *wb) {
+     * frame tau-1, wb this lane's entry of frame t0, kl = lane - (t0 mod C)
+     * (the lane that keeps frame tau's words is the one with kl == f) */
+    auto frame = [&](const int f, const int tau, const TA *eb, TA *wb, const int kl) {
         const TA cell = ring[f];
         ring[f] = readable(tau + kTopoAhead) ? widen(*ep) : neg_inf<TA>();
         ep += estep;
@@ -132,11 +134,14 @@ __device__ int topo_rounds_impl(const TopoArgs &a, const TopoItem &it,
             sk_bit = qn < skip;
             qn = MaxPlus::plus(qn, skip);
         }
-        bad |= !(cell < pos_inf<TA>()); /* unread cells are -inf */
-        q = live ? qn + cell : neg_inf<TA>();
+        worst = guard_max(worst, cell); /* unread cells are -inf */
+        /* a lane off the chain stays -inf with no select: its weights and
+         * cells are -inf, so stay is -inf and a NaN move or skip (from an
+         * overflowed +inf below) loses the compare */
+        q = qn + cell;
         const uint32_t wm = __ballot_sync(kFullMask, mv_bit);
         const uint32_t ws = SKIP ? __ballot_sync(kFullMask, sk_bit) : 0u;
-        const bool keep = lane == (tau & (C - 1));
+        const bool keep = kl == f;
         kw_m = keep ? wm : kw_m;
         kw_s = keep ? ws : kw_s;
         if (top_idx >= 0) wb[f * P] = q;
@@ -144,10 +149,11 @@ __device__ int topo_rounds_impl(const TopoArgs &a, const TopoItem &it,
     auto frames = [&](const int t0, const int t_hi) {
         const TA *prev = below + ((t0 - 1) & (R - 1)) * P, *cur = below + (t0 & (R - 1)) * P;
         TA *wb = mine + (t0 & (R - 1)) * P + top_idx;
+        const int kl = lane - (t0 & (C - 1));
 #pragma unroll
         for (int f = 0; f < kTopoAhead; ++f) {
             if (t0 + f >= t_hi) break; /* the same for every lane */
-            frame(f, t0 + f, f == 0 ? prev : cur + (f - 1) * P, wb);
+            frame(f, t0 + f, f == 0 ? prev : cur + (f - 1) * P, wb, kl);
         }
     };
 
@@ -174,7 +180,7 @@ __device__ int topo_rounds_impl(const TopoArgs &a, const TopoItem &it,
         }
         __syncthreads(); /* the round's ring entries are visible to the warp above */
     }
-    return __syncthreads_or(bad);
+    return __syncthreads_or(!(worst < pos_inf<TA>()));
 }
 
 /* The sweep with or without skip edges (a compile-time choice, as in
