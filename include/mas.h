@@ -438,7 +438,13 @@ typedef enum mas_precision {
  *            index k in [0, M) of the best Gaussian of the state (the
  *            lowest on ties); -1 outside the lengths.
  *   flags:   MAS_LOGLIK_* bits.
- *   precision: a mas_precision (CUDA; the CPU ignores it). */
+ *   precision: a mas_precision (CUDA; the CPU ignores it).
+ *   mixture_size: 0, or G when every state has G Gaussians (offsets[s] =
+ *            s * G, M = n_states * G): the CUDA tensor-core precisions then
+ *            log-add each state from the accumulators (G a multiple of 8
+ *            dividing 128, or of 128). A G that disagrees with M, or with
+ *            offsets, is MAS_ERR_BAD_ARGUMENT. Zero-initialised arguments
+ *            (memset) leave it 0. */
 typedef struct mas_loglik_args {
     mas_tensor3 x;
     mas_tensor3 coef;
@@ -450,6 +456,7 @@ typedef struct mas_loglik_args {
     mas_tensor3 best;
     uint32_t flags;
     int32_t precision;
+    int64_t mixture_size;
 } mas_loglik_args;
 
 /* Bytes of workspace for mas_loglik_cpu (threads <= 0: every core). */
@@ -459,7 +466,8 @@ size_t mas_loglik_cpu_workspace_size(const mas_loglik_args *args, int32_t thread
  * one Gaussian per state), on the CPU. Returns MAS_OK; MAS_ERR_BAD_SHAPE
  * when the shapes disagree (x's J against coef's P = 2J+1, out against
  * B, N, n_states); MAS_ERR_BAD_DTYPE when coef is not of the accumulator
- * type; MAS_ERR_BAD_ARGUMENT for offsets that do not increase from 0 to M;
+ * type; MAS_ERR_BAD_ARGUMENT for offsets that do not increase from 0 to M (or
+ * differ from s * mixture_size when that is stated);
  * MAS_ERR_BAD_LENGTH (err->item = the item) for a length < 0 or beyond the
  * array; MAS_ERR_WORKSPACE_TOO_SMALL. Frames holding NaN or inf give NaN or
  * -inf scores (not an error). Scores are specified for coefficients as

@@ -90,8 +90,9 @@ static inline mas_status mas_gauss_coef_check_call(const mas_gauss_params *param
  * values: NULLs, dtypes (x any float; coef and out of x's accumulator type,
  * best int32), flags and precision, and shapes: coef [B or 1, 2J+1, M] for
  * x [B, N, J], n_states >= 1 (= M when offsets is NULL), out and best
- * [B, N, n_states], M < 2^31 when best is wanted (its indices are int32).
- * Offsets and lengths are values (device memory on CUDA). */
+ * [B, N, n_states], M < 2^31 when best is wanted (its indices are int32),
+ * mixture_size 0 or M / n_states with offsets given. Offsets and lengths
+ * are values (device memory on CUDA). */
 static inline mas_status mas_loglik_check_call(const mas_loglik_args *args) {
     if (!args) return MAS_ERR_NULL_POINTER;
     mas_status st = mas_check_tensor(&args->x, MAS_ANY_FLOAT);
@@ -115,6 +116,12 @@ static inline mas_status mas_loglik_check_call(const mas_loglik_args *args) {
         return MAS_ERR_BAD_SHAPE;
     if (args->best.data && !mas_same_dims(&args->best, &args->out)) return MAS_ERR_BAD_SHAPE;
     if (args->best.data && args->coef.dim[2] > INT32_MAX) return MAS_ERR_BAD_SHAPE; /* int32 */
+    /* a stated mixture size must give M (offsets are values: the kernels) */
+    if (args->mixture_size < 0 ||
+        (args->mixture_size > 0 &&
+         (!args->offsets || args->coef.dim[2] / args->mixture_size != args->n_states ||
+          args->coef.dim[2] % args->mixture_size != 0)))
+        return MAS_ERR_BAD_ARGUMENT;
     return MAS_OK;
 }
 

@@ -280,6 +280,9 @@ mas_status mas_loglik_cpu(const mas_loglik_args *args, void *workspace, size_t w
     if (job.offsets) {
         int ok = job.offsets[0] == 0 && job.offsets[job.states] == job.gaussians;
         for (int64_t s = 0; ok && s < job.states; s++) ok = job.offsets[s] < job.offsets[s + 1];
+        /* a stated mixture size (a hint the CUDA tensor cores use) must hold */
+        for (int64_t s = 0; ok && args->mixture_size > 0 && s < job.states; s++)
+            ok = job.offsets[s] == s * args->mixture_size;
         if (!ok) {
             set_err(err, MAS_ERR_BAD_ARGUMENT, -1);
             return MAS_ERR_BAD_ARGUMENT;

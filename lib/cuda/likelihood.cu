@@ -9,6 +9,7 @@
 #include "common/gauss_coef.h"
 #include "cuda/device_cache.cuh"
 #include "cuda/loglik_kernel.cuh"
+#include "cuda/loglik_tc.cuh"
 #include "mas.h"
 
 using namespace mas_cuda;
@@ -84,15 +85,85 @@ mas_status launch_loglik(LLParams p, const DeviceInfo *dev, cudaStream_t stream)
     return cudaGetLastError() == cudaSuccess ? MAS_OK : MAS_ERR_CUDA;
 }
 
+/* Does the tensor-core kernel of uniform mixtures (loglik_tc.cuh) take
+ * this call? A shared model with Gaussians contiguous (rows 16-byte
+ * aligned), G Gaussians every state with G a multiple of 8 dividing 128 or
+ * a multiple of 128, the log-sum (no best Gaussian), and the shared memory
+ * for 2J. */
+bool tc_uniform_fits(const LLParams &p, int64_t G, const DeviceInfo *dev) {
+    if (G < 8 || !p.offsets || p.cs0 != 0 || p.best || p.max_mode) return false;
+    /* the coefficient rows are copied 16 bytes at a time */
+    if (p.cs2 != 1 || p.cs1 % 4 != 0 || (uintptr_t)p.coef % 16 != 0) return false;
+    if (!(G % 128 == 0 || (G % 8 == 0 && 128 % G == 0))) return false;
+    if (p.J > 4096) return false;
+    const int kp = (int)((2 * p.J + 7) / 8 * 8);
+    return tc_smem(kp) + 1024 <= (size_t)dev->smem_optin;
+}
+
+template <typename TX>
+mas_status launch_tc_uniform(const LLParams &lp, int64_t G, const DeviceInfo *dev,
+                             cudaStream_t stream) {
+    TcParams p;
+    p.x = lp.x;
+    p.x_dtype = lp.x_dtype;
+    p.xs0 = lp.xs0;
+    p.xs1 = lp.xs1;
+    p.xs2 = lp.xs2;
+    p.B = lp.B;
+    p.N = lp.N;
+    p.J = lp.J;
+    p.M = lp.M;
+    p.n_states = lp.n_states;
+    p.G = G;
+    p.kp = (int)((2 * lp.J + 7) / 8 * 8);
+    p.coef = (const float *)lp.coef;
+    p.cs1 = lp.cs1;
+    p.cs2 = lp.cs2;
+    p.offsets = lp.offsets;
+    p.n_len = lp.n_len;
+    p.s_len = lp.s_len;
+    p.out = (float *)lp.out;
+    p.os0 = lp.os0;
+    p.os1 = lp.os1;
+    p.os2 = lp.os2;
+    p.error_word = lp.error_word;
+    auto kernel = loglik_tc_uniform<TX>;
+    const size_t smem = tc_smem(p.kp);
+    static KernelCache cache;
+    mas_status st = ensure_smem(cache, kernel, *dev, smem);
+    if (st != MAS_OK) return st;
+    /* two blocks a multiprocessor, one unit each: ranges of whole chunks
+     * of states */
+    p.ftiles = (p.N + kTcFrames - 1) / kTcFrames;
+    const int64_t slots = 2 * (int64_t)dev->sms;
+    int64_t sranges = (slots + p.B * p.ftiles - 1) / (p.B * p.ftiles);
+    if (sranges > p.n_states) sranges = p.n_states;
+    if (sranges < 1) sranges = 1;
+    int64_t spr = (p.n_states + sranges - 1) / sranges;
+    if (G < kTcGauss) {
+        const int64_t per_chunk = kTcGauss / G;
+        spr = (spr + per_chunk - 1) / per_chunk * per_chunk;
+    }
+    p.spr = spr;
+    p.sranges = (p.n_states + spr - 1) / spr;
+    const int64_t units = p.B * p.ftiles * p.sranges;
+    const int64_t grid = units < slots ? units : slots;
+    kernel<<<(unsigned)grid, kTcThreads, smem, stream>>>(p);
+    return cudaGetLastError() == cudaSuccess ? MAS_OK : MAS_ERR_CUDA;
+}
+
 template <typename TA, typename TX>
 mas_status dispatch_loglik(const LLParams &p, const DeviceInfo *dev, cudaStream_t stream,
-                           int32_t precision) {
+                           int32_t precision, int64_t mixture_size) {
     constexpr int TF = sizeof(TA) == 4 ? 8 : 4;
     if constexpr (sizeof(TA) == 4) {
         /* tensor cores: TF32 (bf16 runs the TF32 path for now) */
-        if (precision != MAS_PRECISION_DEFAULT)
+        if (precision != MAS_PRECISION_DEFAULT) {
+            if (tc_uniform_fits(p, mixture_size, dev))
+                return launch_tc_uniform<TX>(p, mixture_size, dev, stream);
             return p.offsets ? launch_loglik<TA, TX, TF, 8, true, true>(p, dev, stream)
                              : launch_loglik<TA, TX, TF, 8, false, true>(p, dev, stream);
+        }
     }
     /* the mixture kernel has no registers to spare for wider slices */
     if (p.offsets) return launch_loglik<TA, TX, TF, 8, true>(p, dev, stream);
@@ -154,6 +225,7 @@ extern "C" mas_status mas_loglik_cuda(const mas_loglik_args *args, void *workspa
     p.cs1 = args->coef.stride[1];
     p.cs2 = args->coef.stride[2];
     p.offsets = args->offsets;
+    p.uniform = args->mixture_size;
     p.n_len = args->n_len;
     p.s_len = args->s_len;
     p.out = args->out.data;
@@ -167,10 +239,12 @@ extern "C" mas_status mas_loglik_cuda(const mas_loglik_args *args, void *workspa
     p.max_mode = (args->flags & MAS_LOGLIK_MAX) != 0;
     p.error_word = error_word;
     cudaStream_t s = (cudaStream_t)stream;
+    const int32_t pr = args->precision;
+    const int64_t g = args->mixture_size;
     switch (args->x.dtype) {
-    case MAS_FLOAT64: return dispatch_loglik<double, double>(p, &dev, s, args->precision);
-    case MAS_FLOAT16: return dispatch_loglik<float, __half>(p, &dev, s, args->precision);
-    case MAS_BFLOAT16: return dispatch_loglik<float, __nv_bfloat16>(p, &dev, s, args->precision);
-    default: return dispatch_loglik<float, float>(p, &dev, s, args->precision);
+    case MAS_FLOAT64: return dispatch_loglik<double, double>(p, &dev, s, pr, g);
+    case MAS_FLOAT16: return dispatch_loglik<float, __half>(p, &dev, s, pr, g);
+    case MAS_BFLOAT16: return dispatch_loglik<float, __nv_bfloat16>(p, &dev, s, pr, g);
+    default: return dispatch_loglik<float, float>(p, &dev, s, pr, g);
     }
 }

@@ -60,6 +60,7 @@ struct LLParams {
     const void *coef;
     int64_t cs0, cs1, cs2; /* cs0 = 0 for a shared model */
     const int64_t *offsets;
+    int64_t uniform; /* mixture_size: offsets[s] must be s * uniform (0: not stated) */
     const int64_t *n_len, *s_len;
     void *out;
     int64_t os0, os1, os2;
@@ -224,7 +225,8 @@ __global__ void __launch_bounds__(kLLThreads, 1) loglik_kernel(LLParams p) {
             bool ok = true;
             for (int64_t s = s_a; s < s_end; s++)
                 if (!(p.offsets[s] >= 0 && p.offsets[s] < p.offsets[s + 1] &&
-                      p.offsets[s + 1] <= p.M))
+                      p.offsets[s + 1] <= p.M) ||
+                    (p.uniform && p.offsets[s] != s * p.uniform))
                     ok = false;
             if (grange == 0 && p.offsets[0] != 0) ok = false;
             if (grange == p.granges - 1 && p.offsets[p.n_states] != p.M) ok = false;

@@ -130,7 +130,9 @@ def _gauss_coef(fname, frame, means3, spread3, kind, log_w3, coef, threads, desc
 
 
 def _loglik(fname, frame, x3, coef3, offsets, n_states, n_len, s_len, out3, best3, flags,
-            precision, threads):
+            precision, threads, mixture_size=0):
+    """mixture_size: G when every state has G Gaussians, else 0 (the CUDA
+    tensor-core precisions then log-add in registers)."""
     h = frame.handle
 
     def workspace_bytes(cuda):
@@ -139,7 +141,7 @@ def _loglik(fname, frame, x3, coef3, offsets, n_states, n_len, s_len, out3, best
 
     def invoke(cuda, work, how, word):
         return _C.loglik(cuda, h(x3), h(coef3), h(offsets), n_states, h(n_len), h(s_len),
-                         h(out3), h(best3), flags, precision, work, how, word)
+                         h(out3), h(best3), flags, precision, mixture_size, work, how, word)
 
     _dispatch.run(fname, frame, workspace_bytes, invoke, threads)
 
@@ -207,6 +209,8 @@ class GMM:
         np.cumsum(sizes, out=host_off[1:])
         self._frame = frame
         self._host_offsets = host_off
+        # every state the same size: stated to the library (tensor-core path)
+        self._uniform = int(sizes[0]) if bool((sizes == sizes[0]).all()) else 0
         if frame.name == "torch":
             self.offsets = frame.torch.as_tensor(host_off, device=frame.device)
         else:
@@ -297,7 +301,7 @@ class GMM:
             if want_best else None
         if b > 0 and n > 0:
             _loglik(fname, frame, x3, _lead(coef), self.offsets, self.n_states, None, None, out,
-                    idx, _LOGLIK_MAX if want_best else 0, prec, threads)
+                    idx, _LOGLIK_MAX if want_best else 0, prec, threads, self._uniform)
         if xp.ndim == 2:
             out = out[0]
             idx = idx[0] if idx is not None else None

@@ -110,6 +110,7 @@ struct Case {
     bool frame_major_x; /* x stored [B, J, N] (Glow-TTS z) */
     int32_t x_dtype;
     int32_t precision;  /* mas_precision: TF32 is checked against an error bound */
+    int64_t uniform;    /* G: every state G Gaussians, stated as mixture_size (0: random sizes) */
 };
 
 static const char *dtype_name(int32_t d) {
@@ -118,10 +119,10 @@ static const char *dtype_name(int32_t d) {
 
 static void run_case(const Case &c) {
     snprintf(g_case, sizeof g_case,
-             "B=%lld N=%lld J=%lld M=%lld S=%lld item=%d mix=%d logstd=%d w=%d len=%d max=%d best=%d bst=%d zx=%d %s prec=%d",
+             "B=%lld N=%lld J=%lld M=%lld S=%lld item=%d mix=%d logstd=%d w=%d len=%d max=%d best=%d bst=%d zx=%d %s prec=%d G=%lld",
              (long long)c.B, (long long)c.N, (long long)c.J, (long long)c.M, (long long)c.n_states,
              c.per_item, c.mixture, c.log_std, c.weights, c.lengths, c.max_mode, c.want_best, c.bst,
-             c.frame_major_x, dtype_name(c.x_dtype), (int)c.precision);
+             c.frame_major_x, dtype_name(c.x_dtype), (int)c.precision, (long long)c.uniform);
     const int64_t B = c.B, N = c.N, J = c.J, M = c.M, S = c.n_states, P = 2 * J + 1;
     const int64_t Bp = c.per_item ? B : 1;
     const bool f64 = c.x_dtype == MAS_FLOAT64;
@@ -130,7 +131,9 @@ static void run_case(const Case &c) {
 
     /* offsets: random mixture sizes >= 1 summing to M */
     std::vector<int64_t> offsets(S + 1, 0);
-    if (c.mixture) {
+    if (c.mixture && c.uniform) {
+        for (int64_t s = 0; s <= S; s++) offsets[s] = s * c.uniform;
+    } else if (c.mixture) {
         std::vector<int64_t> cuts;
         for (int64_t s = 0; s < S - 1; s++) cuts.push_back(0);
         /* S-1 distinct cut points in [1, M-1] */
@@ -249,6 +252,7 @@ static void run_case(const Case &c) {
     if (c.want_best) a.best = {d_best.p, MAS_INT32, 0, {B, N, S}, {N * S, c.bst ? 1 : S, c.bst ? N : 1}};
     a.flags = c.max_mode ? MAS_LOGLIK_MAX : 0;
     a.precision = c.precision;
+    a.mixture_size = c.mixture ? c.uniform : 0;
     const bool tf32 = c.precision != MAS_PRECISION_DEFAULT && !f64;
     st = mas_loglik_cuda(&a, nullptr, 0, nullptr, d_word.p);
     CHECK(st == MAS_OK, "loglik status %d", (int)st);
@@ -412,6 +416,21 @@ static void error_cases() {
     mas_decode_device_error(read_word(d_word.p), &e);
     CHECK(e.status == MAS_ERR_BAD_LENGTH && e.item == 0, "length: status %d item %lld", e.status, (long long)e.item);
     a.n_len = nullptr;
+    /* a stated mixture size: host-checked against M, kernel-checked against
+     * the offsets, on both paths */
+    a.mixture_size = 4;
+    CHECK(mas_loglik_cuda(&a, nullptr, 0, nullptr, d_word.p) == MAS_ERR_BAD_ARGUMENT, "size vs M");
+    a.mixture_size = 2; /* M = 6 = 3 x 2, but offsets {0, 3, 4, 6} */
+    for (int32_t prec : {MAS_PRECISION_DEFAULT, MAS_PRECISION_TF32}) {
+        a.precision = prec;
+        CUDA_OK(cudaMemset(d_word.p, 0xff, 8));
+        CHECK(mas_loglik_cuda(&a, nullptr, 0, nullptr, d_word.p) == MAS_OK, "status");
+        CUDA_OK(cudaDeviceSynchronize());
+        mas_decode_device_error(read_word(d_word.p), &e);
+        CHECK(e.status == MAS_ERR_BAD_ARGUMENT, "size vs offsets (precision %d): status %d", prec, e.status);
+    }
+    a.precision = MAS_PRECISION_DEFAULT;
+    a.mixture_size = 0;
     a.coef.dtype = MAS_FLOAT64;
     CHECK(mas_loglik_cuda(&a, nullptr, 0, nullptr, d_word.p) == MAS_ERR_BAD_DTYPE, "coef dtype");
     a.coef.dtype = MAS_FLOAT32;
@@ -454,17 +473,47 @@ int main(int argc, char **argv) {
         c.frame_major_x = urand() < 0.5;
         c.x_dtype = dtypes[irand(0, 3)];
         c.precision = urand() < 0.25 ? MAS_PRECISION_TF32 : MAS_PRECISION_DEFAULT;
+        c.uniform = 0;
+        run_case(c);
+    }
+    /* every state G Gaussians, stated (the TF32 register log-add kernel;
+     * the default path must give the same as with the size unstated) */
+    const int64_t sizes[7] = {8, 16, 32, 64, 128, 256, 24};
+    for (int r = 0; r < (small ? 7 : 28); r++) {
+        Case c;
+        c.uniform = sizes[r % 7];
+        c.per_item = false;
+        c.mixture = true;
+        c.B = irand(1, 2);
+        c.N = irand(1, small ? 150 : 300);
+        c.J = irand(1, small ? 8 : (urand() < 0.2 ? 120 : 40));
+        c.n_states = irand(1, small ? 6 : (c.uniform >= 128 ? 12 : 40));
+        c.M = c.n_states * c.uniform;
+        c.log_std = urand() < 0.5;
+        c.weights = urand() < 0.8;
+        c.lengths = urand() < 0.5;
+        c.max_mode = false;
+        c.want_best = false;
+        c.bst = urand() < 0.3;
+        c.frame_major_x = urand() < 0.5;
+        c.x_dtype = dtypes[r % 4];
+        c.precision = r % 5 == 4 ? MAS_PRECISION_DEFAULT : (r % 2 ? MAS_PRECISION_BF16 : MAS_PRECISION_TF32);
         run_case(c);
     }
     if (!small) {
         /* shapes of the benchmark rows, smaller: many chunks per state, states over chunks */
-        Case c = {1, 256, 36, 64 * 256, 64, false, true, false, true, false, false, true, false, false, MAS_FLOAT32, MAS_PRECISION_DEFAULT};
+        Case c = {1, 256, 36, 64 * 256, 64, false, true, false, true, false, false, true, false, false, MAS_FLOAT32, MAS_PRECISION_DEFAULT, 0};
         run_case(c);
-        Case t = {2, 700, 80, 300, 300, true, false, true, false, true, false, false, false, true, MAS_FLOAT32, MAS_PRECISION_DEFAULT};
+        Case t = {2, 700, 80, 300, 300, true, false, true, false, true, false, false, false, true, MAS_FLOAT32, MAS_PRECISION_DEFAULT, 0};
         run_case(t);
         c.precision = t.precision = MAS_PRECISION_TF32;
         run_case(c);
         run_case(t);
+        c.uniform = 256; /* the benchmark's GMM: 256 Gaussians every state */
+        c.want_best = false;
+        run_case(c);
+        c.lengths = true;
+        run_case(c);
     }
     printf("TF32: worst error %.3g relative (to max(1, |ref|)), %.3g absolute\n", g_tf32_worst, g_tf32_worst_abs);
     printf("%lld checks, %lld failed\n", (long long)g_checks, (long long)g_failures);

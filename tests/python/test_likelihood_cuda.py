@@ -44,6 +44,34 @@ def test_gmm_cuda_matches_cpu(rng):
         assert float((got.cpu() - want).abs().max()) <= tol * (1 + float(want.abs().max()))
 
 
+@pytest.mark.parametrize("g", [8, 16, 128, 256])
+def test_gmm_uniform_mixtures_tensor_cores(rng, g):
+    # every state g Gaussians: the tensor-core precisions take the kernel that
+    # log-adds in registers; against the CPU's float32 within the TF32 error
+    states, dim = 11, 36
+    m = states * g
+    mu = torch.tensor(rng.standard_normal((m, dim)) * 0.5, dtype=torch.float32)
+    var = torch.tensor(rng.uniform(0.5, 1.5, (m, dim)), dtype=torch.float32)
+    lw = torch.tensor(rng.uniform(-3, 0, m), dtype=torch.float32)
+    lw[: g] = -float("inf")  # state 0: every weight 0 -> -inf
+    x = torch.randn(2, 301, dim)
+    x[1, 7, 3] = float("nan")
+    want = libmas.GMM(mu, var, lw, [g] * states).loglik(x)
+    gpu = libmas.GMM(mu.cuda(), var.cuda(), lw.cuda(), [g] * states)
+    for precision, tol in (("tf32", 0.05), ("bf16", 0.5)):
+        got = gpu.loglik(x.cuda(), precision=precision).cpu()
+        libmas.check_errors()
+        assert torch.equal(torch.isnan(got), torch.isnan(want))
+        first = ~torch.isnan(want[:, :, 0])
+        assert bool((got[:, :, 0][first] == -float("inf")).all())
+        ok = ~torch.isnan(want) & torch.isfinite(want)
+        assert float((got[ok] - want[ok]).abs().max()) <= tol * (1 + float(want[ok].abs().max()))
+    # the default precision: the same numbers with the size stated or not
+    unstated = libmas.GMM(mu.cuda(), var.cuda(), lw.cuda(), [g] * states)
+    unstated._uniform = 0
+    assert torch.equal(gpu.loglik(x.cuda()).nan_to_num(), unstated.loglik(x.cuda()).nan_to_num())
+
+
 @pytest.mark.parametrize("layout", ["bts", "bst"])
 def test_gaussian_loglik_cuda_bits_equal_cpu(rng, layout):
     b, d, t, s = 3, 80, 17, 61

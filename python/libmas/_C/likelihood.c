@@ -131,7 +131,7 @@ static const char *const l_names[L_COUNT] = {"x", "coef", "offsets", "n_lengths"
 /* Arrays and scalars of a loglik call into args; the vectors' sizes are
  * checked here (the library reads offsets[0..n_states] and lengths[0..B)). */
 static int lk_args(mas_py_array *a, int64_t n_states, long flags, long precision,
-                   mas_loglik_args *out) {
+                   long long mixture_size, mas_loglik_args *out) {
     memset(out, 0, sizeof *out);
     int64_t batch = a[L_X].shape[0];
     if (mas_py_array_present(&a[L_OFFSETS]) &&
@@ -157,15 +157,16 @@ static int lk_args(mas_py_array *a, int64_t n_states, long flags, long precision
     out->s_len = (const int64_t *)a[L_SLEN].data;
     out->flags = (uint32_t)flags;
     out->precision = (int32_t)precision;
+    out->mixture_size = (int64_t)mixture_size;
     return 0;
 }
 
 /* loglik(cuda, x, coef, offsets, n_states, n_len, s_len, out, best, flags,
- *        precision, workspace, how, error_word) -> (status, item) */
+ *        precision, mixture_size, workspace, how, error_word) -> (status, item) */
 PyObject *mas_py_loglik(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    if (nargs != 14) {
-        PyErr_SetString(PyExc_TypeError, "loglik expects 14 arguments");
+    if (nargs != 15) {
+        PyErr_SetString(PyExc_TypeError, "loglik expects 15 arguments");
         return NULL;
     }
     mas_py_place place;
@@ -173,18 +174,19 @@ PyObject *mas_py_loglik(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     void *stream;
     long long n_states = PyLong_AsLongLong(args[4]);
     long flags = PyLong_AsLong(args[9]), precision = PyLong_AsLong(args[10]);
+    long long mixture_size = PyLong_AsLongLong(args[11]);
     if (PyErr_Occurred() || lk_parse_place(args[0], &place) ||
-        lk_parse_how(args[12], place, &threads, &stream))
+        lk_parse_how(args[13], place, &threads, &stream))
         return NULL;
     PyObject *objs[L_COUNT] = {args[1], args[2], args[3], args[5], args[6],
-                               args[7], args[8], args[11], args[13]};
+                               args[7], args[8], args[12], args[14]};
     mas_py_array a[L_COUNT];
     unsigned vectors = (1u << L_OFFSETS) | (1u << L_NLEN) | (1u << L_SLEN) | (1u << L_WORK) |
                        (1u << L_ERROR);
     mas_loglik_args la;
     int bad = lk_get_all(objs, l_names, L_COUNT, a, place, vectors);
     if (!bad) bad = lk_check_work(&a[L_WORK], &a[L_ERROR]);
-    if (!bad) bad = lk_args(a, (int64_t)n_states, flags, precision, &la);
+    if (!bad) bad = lk_args(a, (int64_t)n_states, flags, precision, mixture_size, &la);
     if (bad) {
         mas_py_array_release_all(a, L_COUNT);
         return NULL;
@@ -224,7 +226,7 @@ PyObject *mas_py_loglik_workspace_size(PyObject *self, PyObject *const *args,
                        (1u << L_ERROR);
     mas_loglik_args la;
     int bad = lk_get_all(objs, l_names, L_COUNT, a, place, vectors);
-    if (!bad) bad = lk_args(a, (int64_t)n_states, flags, precision, &la);
+    if (!bad) bad = lk_args(a, (int64_t)n_states, flags, precision, 0, &la);
     if (bad) {
         mas_py_array_release_all(a, L_COUNT);
         return NULL;

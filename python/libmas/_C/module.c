@@ -74,7 +74,7 @@ static PyMethodDef methods[] = {
      "-> (status, item)"},
     {"loglik", (PyCFunction)(void (*)(void))mas_py_loglik, METH_FASTCALL,
      "loglik(cuda, x, coef, offsets, n_states, n_len, s_len, out, best, flags, precision, "
-     "workspace, how, error_word) -> (status, item)"},
+     "mixture_size, workspace, how, error_word) -> (status, item)"},
     {"loglik_workspace_size", (PyCFunction)(void (*)(void))mas_py_loglik_workspace_size,
      METH_FASTCALL, "loglik_workspace_size(cuda, x, coef, offsets, n_states, out, best, "
      "flags, precision, threads) -> bytes"},
