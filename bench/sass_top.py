@@ -1,5 +1,6 @@
 """Top instructions by warp-stall samples in an ncu SourceCounters CSV
-(`ncu --page source --print-source sass --csv`), with their execution counts.
+(`ncu --page source --print-source sass --csv`), with their execution counts,
+then the executed instructions summed by opcode (where the issue slots go).
     python3 bench/sass_top.py FILE.csv [N]"""
 import csv
 import sys
@@ -25,6 +26,19 @@ def main():
     for i in sorted(ranked):
         r = data[i]
         print(f"{i:6d} {num(r[smp]) / total * 100:5.1f}% exec {num(r[exe]):>10.0f}  {r[src][:80]}")
+    ops = {}
+    for r in data:
+        if len(r) <= max(src, exe):
+            continue
+        words = r[src].split()
+        if not words:
+            continue
+        op = words[1] if words[0].startswith("@") and len(words) > 1 else words[0]
+        ops[op.split(".")[0]] = ops.get(op.split(".")[0], 0.0) + num(r[exe])
+    whole = sum(ops.values()) or 1.0
+    print(f"executed warp instructions by opcode ({whole:.0f} in all):")
+    for op, n in sorted(ops.items(), key=lambda kv: -kv[1])[:24]:
+        print(f"  {op:10s} {n:14.0f} {n / whole * 100:5.1f}%")
 
 
 if __name__ == "__main__":

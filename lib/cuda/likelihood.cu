@@ -95,9 +95,37 @@ bool tc_uniform_fits(const LLParams &p, int64_t G, const DeviceInfo *dev) {
     /* the coefficient rows are copied 16 bytes at a time */
     if (p.cs2 != 1 || p.cs1 % 4 != 0 || (uintptr_t)p.coef % 16 != 0) return false;
     if (!(G % 128 == 0 || (G % 8 == 0 && 128 % G == 0))) return false;
-    if (p.J > 4096) return false;
+    if (p.J > 4096 || p.M >= ((int64_t)1 << 31)) return false; /* 32-bit offsets in a unit */
     const int kp = (int)((2 * p.J + 7) / 8 * 8);
     return tc_smem(kp) + 1024 <= (size_t)dev->smem_optin;
+}
+
+template <typename TX, int TPS>
+mas_status launch_tc_tps(TcParams p, const DeviceInfo *dev, cudaStream_t stream) {
+    auto kernel = loglik_tc_uniform<TX, TPS>;
+    const size_t smem = tc_smem(p.kp);
+    static KernelCache cache;
+    mas_status st = ensure_smem(cache, kernel, *dev, smem);
+    if (st != MAS_OK) return st;
+    /* two blocks a multiprocessor (measured: one block with the next
+     * chunk's copy double-buffered was slower, 0.73 against 0.54 ms), one
+     * unit each: ranges of whole chunks of states */
+    p.ftiles = (p.N + kTcFrames - 1) / kTcFrames;
+    const int64_t slots = 2 * (int64_t)dev->sms;
+    int64_t sranges = (slots + p.B * p.ftiles - 1) / (p.B * p.ftiles);
+    if (sranges > p.n_states) sranges = p.n_states;
+    if (sranges < 1) sranges = 1;
+    int64_t spr = (p.n_states + sranges - 1) / sranges;
+    if (p.G < kTcGauss) {
+        const int64_t per_chunk = kTcGauss / p.G;
+        spr = (spr + per_chunk - 1) / per_chunk * per_chunk;
+    }
+    p.spr = spr;
+    p.sranges = (p.n_states + spr - 1) / spr;
+    const int64_t units = p.B * p.ftiles * p.sranges;
+    const int64_t grid = units < slots ? units : slots;
+    kernel<<<(unsigned)grid, kTcThreads, smem, stream>>>(p);
+    return cudaGetLastError() == cudaSuccess ? MAS_OK : MAS_ERR_CUDA;
 }
 
 template <typename TX>
@@ -127,29 +155,13 @@ mas_status launch_tc_uniform(const LLParams &lp, int64_t G, const DeviceInfo *de
     p.os1 = lp.os1;
     p.os2 = lp.os2;
     p.error_word = lp.error_word;
-    auto kernel = loglik_tc_uniform<TX>;
-    const size_t smem = tc_smem(p.kp);
-    static KernelCache cache;
-    mas_status st = ensure_smem(cache, kernel, *dev, smem);
-    if (st != MAS_OK) return st;
-    /* two blocks a multiprocessor, one unit each: ranges of whole chunks
-     * of states */
-    p.ftiles = (p.N + kTcFrames - 1) / kTcFrames;
-    const int64_t slots = 2 * (int64_t)dev->sms;
-    int64_t sranges = (slots + p.B * p.ftiles - 1) / (p.B * p.ftiles);
-    if (sranges > p.n_states) sranges = p.n_states;
-    if (sranges < 1) sranges = 1;
-    int64_t spr = (p.n_states + sranges - 1) / sranges;
-    if (G < kTcGauss) {
-        const int64_t per_chunk = kTcGauss / G;
-        spr = (spr + per_chunk - 1) / per_chunk * per_chunk;
+    /* tiles of 8 Gaussians a state covers in a warp's 64 columns */
+    switch (G >= 64 ? 8 : (int)(G / 8)) {
+    case 1: return launch_tc_tps<TX, 1>(p, dev, stream);
+    case 2: return launch_tc_tps<TX, 2>(p, dev, stream);
+    case 4: return launch_tc_tps<TX, 4>(p, dev, stream);
+    default: return launch_tc_tps<TX, 8>(p, dev, stream);
     }
-    p.spr = spr;
-    p.sranges = (p.n_states + spr - 1) / spr;
-    const int64_t units = p.B * p.ftiles * p.sranges;
-    const int64_t grid = units < slots ? units : slots;
-    kernel<<<(unsigned)grid, kTcThreads, smem, stream>>>(p);
-    return cudaGetLastError() == cudaSuccess ? MAS_OK : MAS_ERR_CUDA;
 }
 
 template <typename TA, typename TX>

@@ -2,28 +2,30 @@
  * or BF16 of mas_loglik_cuda) for a shared model whose states all have G
  * Gaussians (mas_loglik_args.mixture_size), G in {8, 16, 32, 64, 128} or a
  * multiple of 128; the mixture log-add done from the accumulators, so the
- * per-Gaussian scores never leave the registers but as one (max, sum) pair
- * per 8 Gaussians and frame.
+ * per-Gaussian scores never leave the registers.
  *
  * Why a kernel of its own: loglik_kernel.cuh's TF32 path multiplies on the
  * tensor cores but then goes through the default path's structure (scores
  * to shared memory, one thread a frame walking them, slices of 8 rows with a
- * barrier each), which the multiply-adds never limited: TF32 was 2.1 ms for
- * 5000 states x 256 Gaussians against 2.4 ms for float32
- * (bench/results/likelihood-gpu-h100.md).
+ * barrier each), which the multiply-adds never limited: TF32 took 2.1 ms for
+ * 5000 states x 256 Gaussians against 2.4 ms for float32; this kernel 0.45
+ * ms (bench/results/likelihood-gpu-h100.md, with each step).
  *
- * A block takes units (item, tile of kTcFrames frames, range of states) in
- * turn. The tile's expanded frames e = [x, x*x] (TF32, zero rows padding 2J
- * to KP, a multiple of 8) sit in shared memory for the whole unit; the
- * coefficients of kTcGauss Gaussians at a time are staged next to them
- * (rows 1..2J, TF32; row 0, K, kept in float32 and added exactly as the
- * accumulators' start). Eight warps each multiply 32 frames x 64 Gaussians
- * (m16n8k8: 2 x 8 tiles, 64 accumulators a lane). A lane holds two columns
- * of each 8-column tile for each of its 4 rows: the 4 lanes of a quad
- * reduce them to the tile's (max, sum of exp) by shuffles, one lane stores
- * it, and after a barrier a thread per (frame, state) combines the G/8
- * tiles of a state (states of 128 Gaussians and more: a thread per frame
- * keeps the running pair over the chunks). The combination follows the
+ * A block (8 warps, two a multiprocessor) takes units (item, tile of
+ * kTcFrames frames, range of states) in turn. The tile's expanded frames
+ * e = [x, x*x] (TF32, zero columns padding 2J to KP, a multiple of 8) sit
+ * in shared memory for the whole unit; the coefficients of kTcGauss
+ * Gaussians at a time are copied next to them asynchronously as they lie
+ * in memory (row 0, K, kept in float32 and added exactly as the
+ * accumulators' start; rows 1..2J rounded to TF32 by the thread that copied
+ * them). The next chunk's copy starts as soon as every warp is done with
+ * this chunk's products and runs under its log-add. Each warp multiplies 32
+ * frames x 64 Gaussians (m16n8k8: 2 x 8 tiles, 64 accumulators a lane). A
+ * lane holds two columns of each 8-column tile for each of its 4 rows: per
+ * row and state (up to 64 columns) the 4 lanes of a quad reduce theirs to a
+ * (max, sum of exp) pair by shuffles, and a state of at most 64 Gaussians
+ * is written from there; larger states combine the two warp columns' pairs
+ * (and the chunks before) in a thread a frame. The combination follows the
  * default path's rules: NaN wins, then +inf; all -inf gives -inf; else
  * max + log(sum).
  *
@@ -40,7 +42,6 @@ namespace mas_cuda {
 constexpr int kTcThreads = 256;
 constexpr int kTcFrames = 128; /* frames a unit */
 constexpr int kTcGauss = 128;  /* Gaussians a chunk */
-constexpr int kTcTiles = kTcGauss / 8;
 
 struct TcParams {
     const void *x;
@@ -62,13 +63,26 @@ struct TcParams {
  * columns of a fragment load hit 32 banks. */
 constexpr int kTcLdc = kTcGauss + 8;
 
+/* Row stride of the e tile [frames][KP]: a fragment load's 8 rows x 4
+ * columns hit 32 banks. (Columns k and k+4 side by side for 8-byte loads
+ * were tried: the vector loads cost registers and spills, the scalar ones
+ * 2-way bank conflicts, 0.524 ms against 0.51.) */
+__host__ __device__ inline int tc_lde(int kp) { return kp + 4; }
+
 /* Shared memory of the kernel for KP: the e tile [frames][KP] (row stride
  * KP + 4, conflict-free fragment loads), the coefficient tile (row 0 K,
  * rows 1..2J, zero rows to KP; as in memory, copied asynchronously), and
  * the (max, sum) pairs of the 8-column tiles. */
 __host__ __device__ inline size_t tc_smem(int kp) {
-    return ((size_t)kTcFrames * (kp + 4) + (size_t)(kp + 1) * kTcLdc +
-            2 * (size_t)kTcFrames * kTcTiles) * sizeof(float);
+    return ((size_t)kTcFrames * tc_lde(kp) + (size_t)(kp + 1) * kTcLdc + 2 * (size_t)kTcFrames * 2) *
+           sizeof(float);
+}
+
+/* e^(v - m) as 2^(v log2e - m log2e): one fma and the exp unit (ml = m log2e) */
+__device__ __forceinline__ float tc_exp_from(float v, float ml) {
+    float r;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(__fmaf_rn(v, 1.4426950408889634f, -ml)));
+    return r;
 }
 
 /* 16 bytes to shared memory, `bytes` (16 or 0) of them from gsrc, the rest
@@ -106,19 +120,20 @@ __device__ __forceinline__ float tc_value(float m, float l) {
     return (m > -INFINITY && m < INFINITY) ? m + ll_log(l) : m;
 }
 
-template <typename TX>
+/* TPS: 8-column tiles a state covers within a warp's 64 columns (G / 8,
+ * at most 8). */
+template <typename TX, int TPS>
 __global__ void __launch_bounds__(kTcThreads, 2) loglik_tc_uniform(TcParams p) {
     extern __shared__ __align__(16) float tc_sm[];
-    const int KP = p.kp, LD = KP + 4;
-    float *e_s = tc_sm;                    /* [kTcFrames][LD] */
-    float *c_s = e_s + kTcFrames * LD;     /* [KP + 1][kTcLdc]: row 0 K, rows 1.. the b's */
-    float *pm = c_s + (KP + 1) * kTcLdc;   /* [kTcFrames][kTcTiles] */
-    float *pl = pm + kTcFrames * kTcTiles; /* [kTcFrames][kTcTiles] */
+    const int KP = p.kp, LD = tc_lde(KP);
+    float *e_s = tc_sm;                   /* [kTcFrames][LD] */
+    float *c_s = e_s + kTcFrames * LD;    /* [KP + 1][kTcLdc]: row 0 K, rows 1.. the b's */
+    float *pm = c_s + (KP + 1) * kTcLdc;  /* [kTcFrames][2]: G > 64, per warp column */
+    float *pl = pm + kTcFrames * 2;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int qg = lane >> 2, qt = lane & 3;
     const int wf = (warp & 3) * 32, wg = (warp >> 2) * 64; /* the warp's frames, Gaussians */
-    const int J = (int)p.J, J2 = 2 * J;
-    const int64_t G = p.G;
+    const int J = (int)p.J, J2 = 2 * J, G = (int)p.G;
     const int64_t units = p.B * p.sranges * p.ftiles;
 
     for (int64_t u = blockIdx.x; u < units; u += gridDim.x) {
@@ -134,7 +149,7 @@ __global__ void __launch_bounds__(kTcThreads, 2) loglik_tc_uniform(TcParams p) {
         /* the offsets of the unit's states must be s * G */
         bool ok = true;
         for (int64_t s = s_a + tid; s <= s_b; s += kTcThreads)
-            if (p.offsets[s] != s * G) ok = false;
+            if (p.offsets[s] != s * (int64_t)G) ok = false;
         ok = __syncthreads_and(ok);
         auto zero = [&](int64_t fa, int64_t fb, int64_t sa, int64_t sb) {
             const int64_t nf = fb - fa, ns = sb - sa;
@@ -147,8 +162,8 @@ __global__ void __launch_bounds__(kTcThreads, 2) loglik_tc_uniform(TcParams p) {
             zero(f0, f_end, s_a, s_b);
             continue;
         }
-        const int64_t s_end = min(s_b, max(sl, s_a));        /* states computed: [s_a, s_end) */
-        const int64_t f_valid = min(f_end, max(nl, f0));     /* frames computed: [f0, f_valid) */
+        const int64_t s_end = min(s_b, max(sl, s_a));    /* states computed: [s_a, s_end) */
+        const int64_t f_valid = min(f_end, max(nl, f0)); /* frames computed: [f0, f_valid) */
         zero(f0, f_end, s_end, s_b);
         zero(f_valid, f_end, s_a, s_end);
         if (f_valid == f0 || s_end == s_a) continue;
@@ -181,38 +196,58 @@ __global__ void __launch_bounds__(kTcThreads, 2) loglik_tc_uniform(TcParams p) {
             e_s[f * LD + J2 + (k - f * (KP - J2))] = 0.0f;
         }
 
-        const int64_t ga = s_a * G, gb = s_end * G;
-        /* the coefficients of Gaussians [g0, g0 + ng) into c_s, rows 0..KP
-         * (zeros past 2J and past ng), 16 bytes a copy */
-        auto fetch = [&](int64_t g0) {
-            const int ng = (int)min((int64_t)kTcGauss, gb - g0);
-            for (int k = tid; k < (KP + 1) * (kTcGauss / 4); k += kTcThreads) {
-                const int r = k / (kTcGauss / 4), n = 4 * (k - r * (kTcGauss / 4));
-                const bool in = r <= J2 && n < ng;
-                const float *src = p.coef + (in ? (int64_t)r * p.cs1 + g0 + n : 0);
-                tc_copy16(c_s + r * kTcLdc + n, src, in ? 16 : 0);
+        /* The unit's Gaussians in 32-bit offsets from its first (the host
+         * keeps M < 2^31): chunk at gofs, Gaussians [0, gspan). */
+        const float *coef_u = p.coef + s_a * (int64_t)G;
+        const int gspan = (int)((s_end - s_a) * G);
+        float *out_u = p.out + b * p.os0 + f0 * p.os1 + s_a * p.os2;
+        /* the coefficients of Gaussians [gofs, gofs + 128) into c_s, rows
+         * 0..KP (zeros past 2J and past the unit), 16 bytes a copy. A thread
+         * always moves columns [n, n+4) of rows r0, r0 + RS, ...: its
+         * addresses are a base and a step (no index arithmetic a copy). */
+        constexpr int RS = kTcThreads / (kTcGauss / 4); /* rows a pass */
+        const int r0 = tid / (kTcGauss / 4), n4 = 4 * (tid % (kTcGauss / 4));
+        const int passes = (KP + 1 - r0 + RS - 1) / RS;
+        float *const c_own = c_s + r0 * kTcLdc + n4;
+        const int64_t src_step = (int64_t)RS * p.cs1;
+        auto fetch = [&](int gofs) {
+            const bool col_in = gofs + n4 < gspan;
+            const float *src = coef_u + (int64_t)r0 * p.cs1 + gofs + n4;
+            for (int j = 0; j < passes; ++j, src += src_step) {
+                const bool in = col_in && r0 + j * RS <= J2;
+                tc_copy16(c_own + j * RS * kTcLdc, in ? src : coef_u, in ? 16 : 0);
             }
             async_commit();
         };
-        float run_m = -INFINITY, run_l = 0.0f; /* G > kTcGauss: thread tid's frame */
-        fetch(ga);
-        for (int64_t g0 = ga; g0 < gb; g0 += kTcGauss) {
-            const int ng = (int)min((int64_t)kTcGauss, gb - g0);
+        float run_m = -INFINITY, run_l = 0.0f; /* G > 64: thread tid's frame */
+        fetch(0);
+        for (int gofs = 0; gofs < gspan; gofs += kTcGauss) {
+            const int ng = min(kTcGauss, gspan - gofs);
             async_wait<0>();
+            /* the b rows this thread copied, rounded to TF32 (row 0, K,
+             * stays float32: it is added exactly) */
+            for (int j = r0 == 0 ? 1 : 0; j < passes; ++j) {
+                float4 *q = (float4 *)(c_own + j * RS * kTcLdc);
+                float4 v = *q;
+                v.x = to_operand<true>(v.x);
+                v.y = to_operand<true>(v.y);
+                v.z = to_operand<true>(v.z);
+                v.w = to_operand<true>(v.w);
+                *q = v;
+            }
             __syncthreads(); /* this chunk's coefficients (and e) are in */
 
             /* acc[mi][ni][c]: rows wf + 16 mi + qg (+8 for c >= 2), columns
-             * wg + 8 ni + 2 qt (+1 for odd c); they start at K (row 0, in
-             * float32: added exactly) */
+             * wg + 8 ni + 2 qt (+1 for odd c); they start at K */
             float acc[2][8][4];
 #pragma unroll
             for (int ni = 0; ni < 8; ni++) {
-                const float k0 = c_s[wg + ni * 8 + 2 * qt], k1 = c_s[wg + ni * 8 + 2 * qt + 1];
-                const bool in0 = wg + ni * 8 + 2 * qt < ng, in1 = wg + ni * 8 + 2 * qt + 1 < ng;
+                const int c0 = wg + ni * 8 + 2 * qt;
+                const float k0 = c0 < ng ? c_s[c0] : -INFINITY, k1 = c0 + 1 < ng ? c_s[c0 + 1] : -INFINITY;
 #pragma unroll
                 for (int mi = 0; mi < 2; mi++) {
-                    acc[mi][ni][0] = acc[mi][ni][2] = in0 ? k0 : -INFINITY;
-                    acc[mi][ni][1] = acc[mi][ni][3] = in1 ? k1 : -INFINITY;
+                    acc[mi][ni][0] = acc[mi][ni][2] = k0;
+                    acc[mi][ni][1] = acc[mi][ni][3] = k1;
                 }
             }
             for (int kk = 0; kk < KP; kk += 8) {
@@ -228,10 +263,9 @@ __global__ void __launch_bounds__(kTcThreads, 2) loglik_tc_uniform(TcParams p) {
                 const float *brow = c_s + (1 + kk + qt) * kTcLdc + wg + qg;
 #pragma unroll
                 for (int ni = 0; ni < 8; ni++) {
-                    /* a B fragment at a time (64 accumulators leave few
-                     * registers), rounded to TF32 here: the copy is raw */
-                    const uint32_t bq[2] = {__float_as_uint(to_operand<true>(brow[ni * 8])),
-                                            __float_as_uint(to_operand<true>(brow[ni * 8 + 4 * kTcLdc]))};
+                    /* a B fragment at a time: 64 accumulators leave few registers */
+                    const uint32_t bq[2] = {__float_as_uint(brow[ni * 8]),
+                                            __float_as_uint(brow[ni * 8 + 4 * kTcLdc])};
 #pragma unroll
                     for (int mi = 0; mi < 2; mi++)
                         mma_tf32(acc[mi][ni][0], acc[mi][ni][1], acc[mi][ni][2], acc[mi][ni][3],
@@ -239,52 +273,58 @@ __global__ void __launch_bounds__(kTcThreads, 2) loglik_tc_uniform(TcParams p) {
                 }
             }
             __syncthreads(); /* every warp is done with c_s: the next chunk's copies */
-            if (g0 + kTcGauss < gb) fetch(g0 + kTcGauss);
+            if (gofs + kTcGauss < gspan) fetch(gofs + kTcGauss);
 
-            /* each 8-column tile's (max, sum of exp) per row, by the quad */
+            /* per row, the (max, sum of exp) of each state's columns among
+             * the warp's 64 (TPS tiles), by the lanes of the quad; states of
+             * at most 64 Gaussians are complete here and written */
+            constexpr int NQ = 8 / TPS;
 #pragma unroll
             for (int mi = 0; mi < 2; mi++)
 #pragma unroll
                 for (int h = 0; h < 2; h++) {
                     const int row = wf + mi * 16 + qg + 8 * h;
 #pragma unroll
-                    for (int ni = 0; ni < 8; ni++) {
-                        const float v0 = acc[mi][ni][2 * h], v1 = acc[mi][ni][2 * h + 1];
-                        float m = ll_max_nan(v0, v1);
+                    for (int q = 0; q < NQ; q++) {
+                        float m = acc[mi][q * TPS][2 * h];
+#pragma unroll
+                        for (int k = 0; k < TPS; k++) {
+                            if (k) m = ll_max_nan(m, acc[mi][q * TPS + k][2 * h]);
+                            m = ll_max_nan(m, acc[mi][q * TPS + k][2 * h + 1]);
+                        }
                         m = ll_max_nan(m, __shfl_xor_sync(kFullMask, m, 1));
                         m = ll_max_nan(m, __shfl_xor_sync(kFullMask, m, 2));
-                        const bool fin = m > -INFINITY && m < INFINITY;
-                        float l = fin ? ll_fast_exp(v0 - m) + ll_fast_exp(v1 - m) : 0.0f;
+                        float l = 0.0f;
+                        const float ml = m * 1.4426950408889634f;
+#pragma unroll
+                        for (int k = 0; k < TPS; k++)
+                            l += tc_exp_from(acc[mi][q * TPS + k][2 * h], ml) +
+                                 tc_exp_from(acc[mi][q * TPS + k][2 * h + 1], ml);
                         l += __shfl_xor_sync(kFullMask, l, 1);
                         l += __shfl_xor_sync(kFullMask, l, 2);
-                        if (qt == 0) {
-                            pm[row * kTcTiles + (wg >> 3) + ni] = m;
-                            pl[row * kTcTiles + (wg >> 3) + ni] = l;
+                        if (!(m > -INFINITY && m < INFINITY)) l = 0.0f;
+                        if (qt != 0) continue;
+                        if (TPS < 8 || G == 64) {
+                            const int c = gofs + wg + q * TPS * 8; /* the state's first column */
+                            if (row < nf && c < gspan) out_u[row * p.os1 + (c / G) * p.os2] = tc_value(m, l);
+                        } else {
+                            pm[row * 2 + (wg >> 6)] = m;
+                            pl[row * 2 + (wg >> 6)] = l;
                         }
                     }
                 }
-            __syncthreads();
-
-            /* the states of the chunk, or the running pair of a state that
-             * spans chunks */
-            float *out_b = p.out + b * p.os0;
-            if (G <= kTcGauss) {
-                const int tps = (int)(G >> 3), nst = ng / (int)G;
-                const int64_t s0 = g0 / G;
-                for (int q = tid; q < nf * nst; q += kTcThreads) {
-                    const int f = q / nst, st = q - f * nst;
-                    float m = -INFINITY, l = 0.0f;
-                    for (int k = 0; k < tps; k++)
-                        tc_combine(m, l, pm[f * kTcTiles + st * tps + k], pl[f * kTcTiles + st * tps + k]);
-                    out_b[(f0 + f) * p.os1 + (s0 + st) * p.os2] = tc_value(m, l);
-                }
-            } else if (tid < nf) {
-                for (int k = 0; k < kTcTiles; k++)
-                    tc_combine(run_m, run_l, pm[tid * kTcTiles + k], pl[tid * kTcTiles + k]);
-                if ((g0 + ng - ga) % G == 0) {
-                    out_b[(f0 + tid) * p.os1 + ((g0 + ng) / G - 1) * p.os2] = tc_value(run_m, run_l);
-                    run_m = -INFINITY;
-                    run_l = 0.0f;
+            if (TPS == 8 && G > 64) {
+                /* a state of 128 Gaussians or more: both warp columns, and
+                 * (G > 128) the chunks before, by a thread a frame */
+                __syncthreads();
+                if (tid < nf) {
+                    tc_combine(run_m, run_l, pm[tid * 2], pl[tid * 2]);
+                    tc_combine(run_m, run_l, pm[tid * 2 + 1], pl[tid * 2 + 1]);
+                    if ((gofs + ng) % G == 0) {
+                        out_u[tid * p.os1 + ((gofs + ng) / G - 1) * p.os2] = tc_value(run_m, run_l);
+                        run_m = -INFINITY;
+                        run_l = 0.0f;
+                    }
                 }
             }
         }
