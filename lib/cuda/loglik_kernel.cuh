@@ -103,6 +103,28 @@ __device__ __forceinline__ float shfl_xor_acc(float v, int o) { return __shfl_xo
 __device__ __forceinline__ double shfl_xor_acc(double v, int o) { return __shfl_xor_sync(kFullMask, v, o); }
 __device__ __forceinline__ double ll_log(double x) { return log(x); }
 
+/* A running log-sum (max m, sum l of exp(score - m)) taking in a part's
+ * (mo, lo), by the rules of mas.h: NaN wins, then +inf; -inf parts change
+ * nothing; else both sums rescaled to the larger max. Shared by the
+ * default kernel and the tensor-core one (loglik_tc.cuh). */
+template <typename TA> __device__ __forceinline__ void ll_logadd_into(TA &m, TA &l, TA mo, TA lo) {
+    const TA ninf = neg_inf<TA>(), pinf = pos_inf<TA>();
+    if (m != m) return;
+    if (mo != mo) {
+        m = mo;
+    } else if (mo == ninf) {
+    } else if (mo == pinf || m == pinf) {
+        m = pinf;
+    } else if (m == ninf) {
+        m = mo;
+        l = lo;
+    } else {
+        const TA nm = mo > m ? mo : m;
+        l = l * ll_exp(m - nm) + lo * ll_exp(mo - nm);
+        m = nm;
+    }
+}
+
 /* First s in [0, n] with offsets[s] >= g (offsets[n] is M). */
 __device__ __forceinline__ int64_t ll_lower_bound(const int64_t *offsets, int64_t n, int64_t g) {
     int64_t lo = 0, hi = n;
@@ -485,20 +507,7 @@ __global__ void __launch_bounds__(kLLThreads, 1) loglik_kernel(LLParams p) {
                             }
 #pragma unroll
                             for (int o = 1; o < H; o <<= 1) l += shfl_xor_acc(l, o);
-                            if (run_m != run_m) {
-                            } else if (m != m) {
-                                run_m = m;
-                            } else if (m == ninf) {
-                            } else if (m == pinf || run_m == pinf) {
-                                run_m = pinf;
-                            } else if (run_m == ninf) {
-                                run_m = m;
-                                run_l = l;
-                            } else {
-                                const TA nm = m > run_m ? m : run_m;
-                                run_l = run_l * ll_exp(run_m - nm) + l * ll_exp(m - nm);
-                                run_m = nm;
-                            }
+                            ll_logadd_into(run_m, run_l, m, l);
                         } else if (take) {
                             run_m = m;
                         }

@@ -97,25 +97,6 @@ __device__ __forceinline__ void tc_copy16(float *dst, const float *gsrc, int byt
 #endif
 }
 
-/* The running (max, sum) of a log-sum over parts, the default path's rules. */
-__device__ __forceinline__ void tc_combine(float &m, float &l, float mo, float lo) {
-    const float ninf = -INFINITY, pinf = INFINITY;
-    if (m != m) return;
-    if (mo != mo) {
-        m = mo;
-    } else if (mo == ninf) {
-    } else if (mo == pinf || m == pinf) {
-        m = pinf;
-    } else if (m == ninf) {
-        m = mo;
-        l = lo;
-    } else {
-        const float nm = mo > m ? mo : m;
-        l = l * ll_exp(m - nm) + lo * ll_exp(mo - nm);
-        m = nm;
-    }
-}
-
 __device__ __forceinline__ float tc_value(float m, float l) {
     return (m > -INFINITY && m < INFINITY) ? m + ll_log(l) : m;
 }
@@ -318,8 +299,8 @@ __global__ void __launch_bounds__(kTcThreads, 2) loglik_tc_uniform(TcParams p) {
                  * (G > 128) the chunks before, by a thread a frame */
                 __syncthreads();
                 if (tid < nf) {
-                    tc_combine(run_m, run_l, pm[tid * 2], pl[tid * 2]);
-                    tc_combine(run_m, run_l, pm[tid * 2 + 1], pl[tid * 2 + 1]);
+                    ll_logadd_into(run_m, run_l, pm[tid * 2], pl[tid * 2]);
+                    ll_logadd_into(run_m, run_l, pm[tid * 2 + 1], pl[tid * 2 + 1]);
                     if ((gofs + ng) % G == 0) {
                         out_u[tid * p.os1 + ((gofs + ng) / G - 1) * p.os2] = tc_value(run_m, run_l);
                         run_m = -INFINITY;
