@@ -64,15 +64,16 @@ struct TcParams {
 constexpr int kTcLdc = kTcGauss + 8;
 
 /* Row stride of the e tile [frames][KP]: a fragment load's 8 rows x 4
- * columns hit 32 banks. (Columns k and k+4 side by side for 8-byte loads
- * were tried: the vector loads cost registers and spills, the scalar ones
- * 2-way bank conflicts, 0.524 ms against 0.51.) */
+ * columns hit 32 banks. (Columns k and k+4 side by side, for one 8-byte
+ * load of a fragment's two, were tried: as 8-byte loads they cost
+ * registers and spilled, as scalar ones they conflicted 2-way.) */
 __host__ __device__ inline int tc_lde(int kp) { return kp + 4; }
 
 /* Shared memory of the kernel for KP: the e tile [frames][KP] (row stride
  * KP + 4, conflict-free fragment loads), the coefficient tile (row 0 K,
  * rows 1..2J, zero rows to KP; as in memory, copied asynchronously), and
- * the (max, sum) pairs of the 8-column tiles. */
+ * the (max, sum) pairs of each frame's two warp columns (states of more
+ * than 64 Gaussians). */
 __host__ __device__ inline size_t tc_smem(int kp) {
     return ((size_t)kTcFrames * tc_lde(kp) + (size_t)(kp + 1) * kTcLdc + 2 * (size_t)kTcFrames * 2) *
            sizeof(float);
