@@ -21,18 +21,14 @@ for _ in range(4):
     gmm.loglik(x, precision="tf32")
 torch.cuda.synchronize()
 PY
-S=smsp__average_warps_issue_stalled
-M=""
-for r in barrier long_scoreboard short_scoreboard mio_throttle math_pipe_throttle wait not_selected \
-         selected dispatch_stall lg_throttle no_instruction branch_resolving; do
-  M="$M${M:+,}${S}_${r}_per_issue_active.ratio"
-done
+. bench/ncu_metrics.sh
+M=$STALL_METRICS
 M="$M,smsp__inst_executed.sum,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"
 M="$M,sm__cycles_elapsed.avg,gpu__time_duration.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"
 cd /tmp
 PYTHONPATH="$R/$BUILD/pkg" ncu --kernel-name regex:loglik_tc --launch-skip 2 --launch-count 1 \
   --metrics "$M" python3 "$R/$BUILD/gmm_tc_calls.py" 2>&1 | grep -E "loglik_tc|smsp__|sm__|gpu__|l1tex__" \
-  | sed -e 's/smsp__average_warps_issue_stalled_//' -e 's/_per_issue_active.ratio//'
+  | sed "${SHORT_STALLS[@]}"
 PYTHONPATH="$R/$BUILD/pkg" ncu --kernel-name regex:loglik_tc --launch-skip 2 --launch-count 1 \
   --section SourceCounters --section WarpStateStats --page source --print-source sass --csv \
   python3 "$R/$BUILD/gmm_tc_calls.py" >"$R/$BUILD/gmm_tc_sass.csv" 2>&1

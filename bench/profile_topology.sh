@@ -11,18 +11,14 @@ BUILD=${1:-${MAS_GPU_BUILD:-build-gpu-one}}
 [ -f "$BUILD/libmas.a" ] || { echo "no $BUILD/libmas.a: build first (bench/gpu_one_call.sh)"; exit 1; }
 nvcc -std=c++17 -O2 -lineinfo -arch=sm_90 -Iinclude -Ilib -Itests/c tests/cuda/test_topology_cuda.cu \
   "$BUILD/libmas.a" -lm -lpthread -o "$BUILD/test_topology_prof" || exit 1
-S=smsp__average_warps_issue_stalled
-M=""
-for r in barrier long_scoreboard short_scoreboard mio_throttle math_pipe_throttle wait not_selected \
-         selected dispatch_stall lg_throttle no_instruction branch_resolving membar drain sleeping; do
-  M="$M${M:+,}${S}_${r}_per_issue_active.ratio"
-done
+. bench/ncu_metrics.sh
+M=$STALL_METRICS
 M="$M,smsp__inst_executed.sum,sm__cycles_elapsed.avg,gpu__time_duration.sum"
 for skip in 5 28; do
   echo "== topo_viterbi launch $skip"
   ncu --kernel-name regex:topo_viterbi --launch-skip $skip --launch-count 1 --metrics "$M" \
     "$BUILD/test_topology_prof" 1 --bench 2>&1 | grep -E "topo_viterbi|smsp__|sm__|gpu__" \
-    | sed -e 's/smsp__average_warps_issue_stalled_//' -e 's/_per_issue_active.ratio//'
+    | sed "${SHORT_STALLS[@]}"
 done
 ncu --kernel-name regex:topo_viterbi --launch-skip 5 --launch-count 1 --section SourceCounters \
   --section WarpStateStats --page source --print-source sass --csv \

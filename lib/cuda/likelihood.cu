@@ -110,19 +110,19 @@ mas_status launch_tc_tps(TcParams p, const DeviceInfo *dev, cudaStream_t stream)
     /* two blocks a multiprocessor (measured: one block with the next
      * chunk's copy double-buffered was slower, 0.73 against 0.54 ms), one
      * unit each: ranges of whole chunks of states */
-    p.ftiles = (p.N + kTcFrames - 1) / kTcFrames;
+    p.l.ftiles = (p.l.N + kTcFrames - 1) / kTcFrames;
     const int64_t slots = 2 * (int64_t)dev->sms;
-    int64_t sranges = (slots + p.B * p.ftiles - 1) / (p.B * p.ftiles);
-    if (sranges > p.n_states) sranges = p.n_states;
+    int64_t sranges = (slots + p.l.B * p.l.ftiles - 1) / (p.l.B * p.l.ftiles);
+    if (sranges > p.l.n_states) sranges = p.l.n_states;
     if (sranges < 1) sranges = 1;
-    int64_t spr = (p.n_states + sranges - 1) / sranges;
+    int64_t spr = (p.l.n_states + sranges - 1) / sranges;
     if (p.G < kTcGauss) {
         const int64_t per_chunk = kTcGauss / p.G;
         spr = (spr + per_chunk - 1) / per_chunk * per_chunk;
     }
     p.spr = spr;
-    p.sranges = (p.n_states + spr - 1) / spr;
-    const int64_t units = p.B * p.ftiles * p.sranges;
+    p.sranges = (p.l.n_states + spr - 1) / spr;
+    const int64_t units = p.l.B * p.l.ftiles * p.sranges;
     const int64_t grid = units < slots ? units : slots;
     kernel<<<(unsigned)grid, kTcThreads, smem, stream>>>(p);
     return cudaGetLastError() == cudaSuccess ? MAS_OK : MAS_ERR_CUDA;
@@ -132,29 +132,9 @@ template <typename TX>
 mas_status launch_tc_uniform(const LLParams &lp, int64_t G, const DeviceInfo *dev,
                              cudaStream_t stream) {
     TcParams p;
-    p.x = lp.x;
-    p.x_dtype = lp.x_dtype;
-    p.xs0 = lp.xs0;
-    p.xs1 = lp.xs1;
-    p.xs2 = lp.xs2;
-    p.B = lp.B;
-    p.N = lp.N;
-    p.J = lp.J;
-    p.M = lp.M;
-    p.n_states = lp.n_states;
+    p.l = lp;
     p.G = G;
     p.kp = (int)((2 * lp.J + 7) / 8 * 8);
-    p.coef = (const float *)lp.coef;
-    p.cs1 = lp.cs1;
-    p.cs2 = lp.cs2;
-    p.offsets = lp.offsets;
-    p.n_len = lp.n_len;
-    p.s_len = lp.s_len;
-    p.out = (float *)lp.out;
-    p.os0 = lp.os0;
-    p.os1 = lp.os1;
-    p.os2 = lp.os2;
-    p.error_word = lp.error_word;
     /* tiles of 8 Gaussians a state covers in a warp's 64 columns */
     switch (G >= 64 ? 8 : (int)(G / 8)) {
     case 1: return launch_tc_tps<TX, 1>(p, dev, stream);

@@ -125,6 +125,31 @@ template <typename TA> __device__ __forceinline__ void ll_logadd_into(TA &m, TA 
     }
 }
 
+/* A unit of work: item b, tile `ftile` of FT frames [f0, f_end), range
+ * `range` of `ranges` over the Gaussians or states (tiles vary fastest),
+ * and the item's lengths nl (frames), sl (states): both 0, the error
+ * recorded once (by the unit of tile 0 and range 0), when out of range.
+ * Shared by the default kernel and the tensor-core one (loglik_tc.cuh). */
+struct LLUnit {
+    int64_t b, ftile, range, f0, f_end, nl, sl;
+};
+__device__ __forceinline__ LLUnit ll_unit(const LLParams &p, int64_t u, int64_t ranges, int FT) {
+    LLUnit w;
+    w.ftile = u % p.ftiles;
+    w.range = (u / p.ftiles) % ranges;
+    w.b = u / (p.ftiles * ranges);
+    w.f0 = w.ftile * FT;
+    w.f_end = min(p.N, w.f0 + (int64_t)FT);
+    w.nl = p.n_len ? p.n_len[w.b] : p.N;
+    w.sl = p.s_len ? p.s_len[w.b] : p.n_states;
+    if (w.nl < 0 || w.nl > p.N || w.sl < 0 || w.sl > p.n_states) {
+        if (w.ftile == 0 && w.range == 0 && threadIdx.x == 0)
+            report_error(p.error_word, w.b, MAS_ERR_BAD_LENGTH);
+        w.nl = w.sl = 0;
+    }
+    return w;
+}
+
 /* First s in [0, n] with offsets[s] >= g (offsets[n] is M). */
 __device__ __forceinline__ int64_t ll_lower_bound(const int64_t *offsets, int64_t n, int64_t g) {
     int64_t lo = 0, hi = n;
@@ -222,14 +247,9 @@ __global__ void __launch_bounds__(kLLThreads, 1) loglik_kernel(LLParams p) {
     const int64_t J = p.J, J2 = 2 * p.J;
 
     for (int64_t u = blockIdx.x; u < units; u += gridDim.x) {
-        const int64_t ftile = u % p.ftiles, grange = (u / p.ftiles) % p.granges;
-        const int64_t b = u / (p.ftiles * p.granges);
-        const int64_t f0 = ftile * FT, f_end = min(p.N, f0 + (int64_t)FT);
-        int64_t nl = p.n_len ? p.n_len[b] : p.N, sl = p.s_len ? p.s_len[b] : p.n_states;
-        if (nl < 0 || nl > p.N || sl < 0 || sl > p.n_states) {
-            if (ftile == 0 && grange == 0 && tid == 0) report_error(p.error_word, b, MAS_ERR_BAD_LENGTH);
-            nl = sl = 0;
-        }
+        const LLUnit w = ll_unit(p, u, p.granges, FT);
+        const int64_t ftile = w.ftile, grange = w.range, b = w.b, f0 = w.f0, f_end = w.f_end;
+        const int64_t nl = w.nl, sl = w.sl;
         /* the unit's states [s_a, s_b) */
         const int64_t g_lo = grange * p.gu, g_hi = min(p.M, g_lo + p.gu);
         int64_t s_a, s_b;

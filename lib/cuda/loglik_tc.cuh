@@ -43,20 +43,13 @@ constexpr int kTcThreads = 256;
 constexpr int kTcFrames = 128; /* frames a unit */
 constexpr int kTcGauss = 128;  /* Gaussians a chunk */
 
+/* The call as the default kernel takes it (coef float32 [1, 2J+1, M]
+ * with unit stride along M, out float32), and this kernel's plan. */
 struct TcParams {
-    const void *x;
-    int32_t x_dtype;
-    int64_t xs0, xs1, xs2;
-    int64_t B, N, J, M, n_states, G;
-    int kp; /* 2J rounded up to a multiple of 8 */
-    const float *coef; /* [1, 2J+1, M] */
-    int64_t cs1, cs2;
-    const int64_t *offsets;
-    const int64_t *n_len, *s_len;
-    float *out;
-    int64_t os0, os1, os2;
-    int64_t ftiles, sranges, spr; /* units: B x sranges x ftiles; spr states a range */
-    uint64_t *error_word;
+    LLParams l;
+    int64_t G;              /* Gaussians a state */
+    int kp;                 /* 2J rounded up to a multiple of 8 */
+    int64_t sranges, spr;   /* units: B x sranges x l.ftiles; spr states a range */
 };
 
 /* Row stride of the coefficient tile [KP + 1 rows][Gaussians]: 8 rows x 4
@@ -115,32 +108,30 @@ __global__ void __launch_bounds__(kTcThreads, 2) loglik_tc_uniform(TcParams p) {
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int qg = lane >> 2, qt = lane & 3;
     const int wf = (warp & 3) * 32, wg = (warp >> 2) * 64; /* the warp's frames, Gaussians */
-    const int J = (int)p.J, J2 = 2 * J, G = (int)p.G;
-    const int64_t units = p.B * p.sranges * p.ftiles;
+    const LLParams &lp = p.l;
+    const int J = (int)lp.J, J2 = 2 * J, G = (int)p.G;
+    const int64_t units = lp.B * p.sranges * lp.ftiles;
+    const float *coef = (const float *)lp.coef;
+    float *out = (float *)lp.out;
 
     for (int64_t u = blockIdx.x; u < units; u += gridDim.x) {
-        const int64_t ftile = u % p.ftiles, srange = (u / p.ftiles) % p.sranges;
-        const int64_t b = u / (p.ftiles * p.sranges);
-        const int64_t f0 = ftile * kTcFrames, f_end = min(p.N, f0 + (int64_t)kTcFrames);
-        int64_t nl = p.n_len ? p.n_len[b] : p.N, sl = p.s_len ? p.s_len[b] : p.n_states;
-        if (nl < 0 || nl > p.N || sl < 0 || sl > p.n_states) {
-            if (ftile == 0 && srange == 0 && tid == 0) report_error(p.error_word, b, MAS_ERR_BAD_LENGTH);
-            nl = sl = 0;
-        }
-        const int64_t s_a = srange * p.spr, s_b = min(p.n_states, s_a + p.spr);
+        const LLUnit w = ll_unit(lp, u, p.sranges, kTcFrames);
+        const int64_t ftile = w.ftile, srange = w.range, b = w.b, f0 = w.f0, f_end = w.f_end;
+        const int64_t nl = w.nl, sl = w.sl;
+        const int64_t s_a = srange * p.spr, s_b = min(lp.n_states, s_a + p.spr);
         /* the offsets of the unit's states must be s * G */
         bool ok = true;
         for (int64_t s = s_a + tid; s <= s_b; s += kTcThreads)
-            if (p.offsets[s] != s * (int64_t)G) ok = false;
+            if (lp.offsets[s] != s * (int64_t)G) ok = false;
         ok = __syncthreads_and(ok);
         auto zero = [&](int64_t fa, int64_t fb, int64_t sa, int64_t sb) {
             const int64_t nf = fb - fa, ns = sb - sa;
             if (nf <= 0 || ns <= 0) return;
             for (int64_t k = tid; k < nf * ns; k += kTcThreads)
-                p.out[b * p.os0 + (fa + k / ns) * p.os1 + (sa + k % ns) * p.os2] = 0.0f;
+                out[b * lp.os0 + (fa + k / ns) * lp.os1 + (sa + k % ns) * lp.os2] = 0.0f;
         };
         if (!ok) {
-            if (ftile == 0 && tid == 0) report_error(p.error_word, -1, MAS_ERR_BAD_ARGUMENT);
+            if (ftile == 0 && tid == 0) report_error(lp.error_word, -1, MAS_ERR_BAD_ARGUMENT);
             zero(f0, f_end, s_a, s_b);
             continue;
         }
@@ -153,7 +144,7 @@ __global__ void __launch_bounds__(kTcThreads, 2) loglik_tc_uniform(TcParams p) {
 
         /* the tile's e = [x, x*x, 0...] in TF32, zero rows past the length */
         __syncthreads(); /* the previous unit is done with the tiles */
-        const TX *xb = (const TX *)p.x + b * p.xs0;
+        const TX *xb = (const TX *)lp.x + b * lp.xs0;
         /* four loads in flight a thread: a loop of one load and its stores
          * waits a memory latency an element */
         for (int k0 = tid; k0 < kTcFrames * J; k0 += 4 * kTcThreads) {
@@ -161,7 +152,7 @@ __global__ void __launch_bounds__(kTcThreads, 2) loglik_tc_uniform(TcParams p) {
 #pragma unroll
             for (int q = 0; q < 4; q++) {
                 const int k = k0 + q * kTcThreads, f = k / J, j = k - f * J;
-                v[q] = k < kTcFrames * J && f < nf ? widen(xb[(f0 + f) * p.xs1 + (int64_t)j * p.xs2])
+                v[q] = k < kTcFrames * J && f < nf ? widen(xb[(f0 + f) * lp.xs1 + (int64_t)j * lp.xs2])
                                                    : 0.0f;
             }
 #pragma unroll
@@ -180,9 +171,9 @@ __global__ void __launch_bounds__(kTcThreads, 2) loglik_tc_uniform(TcParams p) {
 
         /* The unit's Gaussians in 32-bit offsets from its first (the host
          * keeps M < 2^31): chunk at gofs, Gaussians [0, gspan). */
-        const float *coef_u = p.coef + s_a * (int64_t)G;
+        const float *coef_u = coef + s_a * (int64_t)G;
         const int gspan = (int)((s_end - s_a) * G);
-        float *out_u = p.out + b * p.os0 + f0 * p.os1 + s_a * p.os2;
+        float *out_u = out + b * lp.os0 + f0 * lp.os1 + s_a * lp.os2;
         /* the coefficients of Gaussians [gofs, gofs + 128) into c_s, rows
          * 0..KP (zeros past 2J and past the unit), 16 bytes a copy. A thread
          * always moves columns [n, n+4) of rows r0, r0 + RS, ...: its
@@ -191,10 +182,10 @@ __global__ void __launch_bounds__(kTcThreads, 2) loglik_tc_uniform(TcParams p) {
         const int r0 = tid / (kTcGauss / 4), n4 = 4 * (tid % (kTcGauss / 4));
         const int passes = (KP + 1 - r0 + RS - 1) / RS;
         float *const c_own = c_s + r0 * kTcLdc + n4;
-        const int64_t src_step = (int64_t)RS * p.cs1;
+        const int64_t src_step = (int64_t)RS * lp.cs1;
         auto fetch = [&](int gofs) {
             const bool col_in = gofs + n4 < gspan;
-            const float *src = coef_u + (int64_t)r0 * p.cs1 + gofs + n4;
+            const float *src = coef_u + (int64_t)r0 * lp.cs1 + gofs + n4;
             for (int j = 0; j < passes; ++j, src += src_step) {
                 const bool in = col_in && r0 + j * RS <= J2;
                 tc_copy16(c_own + j * RS * kTcLdc, in ? src : coef_u, in ? 16 : 0);
@@ -288,7 +279,7 @@ __global__ void __launch_bounds__(kTcThreads, 2) loglik_tc_uniform(TcParams p) {
                         if (qt != 0) continue;
                         if (TPS < 8 || G == 64) {
                             const int c = gofs + wg + q * TPS * 8; /* the state's first column */
-                            if (row < nf && c < gspan) out_u[row * p.os1 + (c / G) * p.os2] = tc_value(m, l);
+                            if (row < nf && c < gspan) out_u[row * lp.os1 + (c / G) * lp.os2] = tc_value(m, l);
                         } else {
                             pm[row * 2 + (wg >> 6)] = m;
                             pl[row * 2 + (wg >> 6)] = l;
@@ -303,7 +294,7 @@ __global__ void __launch_bounds__(kTcThreads, 2) loglik_tc_uniform(TcParams p) {
                     ll_logadd_into(run_m, run_l, pm[tid * 2], pl[tid * 2]);
                     ll_logadd_into(run_m, run_l, pm[tid * 2 + 1], pl[tid * 2 + 1]);
                     if ((gofs + ng) % G == 0) {
-                        out_u[tid * p.os1 + ((gofs + ng) / G - 1) * p.os2] = tc_value(run_m, run_l);
+                        out_u[tid * lp.os1 + ((gofs + ng) / G - 1) * lp.os2] = tc_value(run_m, run_l);
                         run_m = -INFINITY;
                         run_l = 0.0f;
                     }
