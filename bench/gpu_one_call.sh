@@ -14,6 +14,10 @@
 #   5. with PROFILE_SMALL=1: bench/profile_hard.sh small (ncu of hard_small)
 #   6. with TOPO_BENCH=1: test_topology_cuda's full set (seed $SEED) and
 #      --bench rows, then `python -m libmas bench --topology --device cuda`
+#   8. with LIK_BENCH=1: test_likelihood_cuda's full set (seed $SEED), then
+#      `python -m libmas bench --likelihood --device cuda`, then
+#      bench/profile_gmm_uniform.sh (ncu of the uniform-mixture GMM kernel,
+#      precision $PRECISION, default float32)
 #   7. with SPEECH=1: examples/speech/run.py --device cuda $SPEECH_ARGS (the
 #      data's manifests and feature caches carried: the machine has no
 #      espeak-ng), its report copied to the logs
@@ -86,8 +90,8 @@ for t in ${SANITIZE_TESTS:-}; do
   done
 done
 step "2. fuzz corpus replay under compute-sanitizer memcheck"
-[ -d tests/fuzz/corpus/fuzz_topology ] || python3 tests/fuzz/make_corpus.py >/dev/null
 if [ "${REPLAY_FILES:-64}" != 0 ] && [ -x "$B/replay/replay_cuda" ]; then
+  [ -d tests/fuzz/corpus/fuzz_topology ] || python3 tests/fuzz/make_corpus.py >/dev/null
   timeout 240 compute-sanitizer --tool memcheck --error-exitcode 3 --print-limit 20 \
     "$B/replay/replay_cuda" --max-files "${REPLAY_FILES:-64}" tests/fuzz/corpus \
     >"$LOGS/replay.log" 2>&1 || fail=1
@@ -141,6 +145,19 @@ if [ "${PROFILE_SMALL:-0}" = 1 ]; then
   nvcc -std=c++17 -O2 -lineinfo -arch=sm_"$ARCH" -Iinclude -Ilib -Itests/c tests/cuda/bench_hard_cuda.cu \
     "$LIB" -lm -lpthread -o "$B/bench_hard_cuda" >"$LOGS/nvcc_bench_profile.log" 2>&1 &&
     OUT="$LOGS/profile" bash bench/profile_hard.sh "$B" small 2>&1 | tee -a "$LOGS/summary.log" || fail=1
+fi
+if [ "${LIK_BENCH:-0}" = 1 ]; then
+  step "8. test_likelihood_cuda (full set), bench --likelihood, profile_gmm_uniform.sh"
+  if [ -x "$B/test_likelihood_cuda" ]; then
+    timeout 300 "$B/test_likelihood_cuda" "${SEED:-11}" >"$LOGS/test_likelihood_full.log" 2>&1 || fail=1
+    grep -E "FAIL|failed" "$LOGS/test_likelihood_full.log" | head -20 | tee -a "$LOGS/summary.log"
+    tail -2 "$LOGS/test_likelihood_full.log" | tee -a "$LOGS/summary.log"
+  fi
+  (cd /tmp && PYTHONPATH="$R/$PKG" timeout 300 python3 -m libmas bench --likelihood --device cuda) \
+    >"$LOGS/bench_likelihood.log" 2>&1 || fail=1
+  grep -E "^\||TFLOP|peak" "$LOGS/bench_likelihood.log" | tee -a "$LOGS/summary.log"
+  timeout 300 bash bench/profile_gmm_uniform.sh "$B" >"$LOGS/profile_gmm.log" 2>&1 || fail=1
+  tail -45 "$LOGS/profile_gmm.log" >>"$LOGS/summary.log"
 fi
 if [ "${SPEECH:-0}" = 1 ]; then
   step "7. the speech example on the GPU"

@@ -438,13 +438,17 @@ typedef enum mas_precision {
  *            index k in [0, M) of the best Gaussian of the state (the
  *            lowest on ties); -1 outside the lengths.
  *   flags:   MAS_LOGLIK_* bits.
- *   precision: a mas_precision (CUDA; the CPU ignores it).
+ *   precision: a mas_precision (CUDA from sm_80 on; the CPU and older
+ *            GPUs compute MAS_PRECISION_DEFAULT whatever is asked).
  *   mixture_size: 0, or G when every state has G Gaussians (offsets[s] =
- *            s * G, M = n_states * G): the CUDA tensor-core precisions then
- *            log-add each state from the accumulators (G a multiple of 8
- *            dividing 128, or of 128). A G that disagrees with M, or with
- *            offsets, is MAS_ERR_BAD_ARGUMENT. Zero-initialised arguments
- *            (memset) leave it 0. */
+ *            s * G, M = n_states * G): CUDA then log-adds each state from
+ *            the accumulators, in every precision, for float32 arithmetic
+ *            and G a multiple of 8 dividing 128, or of 128 (a shared model,
+ *            no best, the log-sum). The default precision's Gaussian scores
+ *            are the same bits either way; the log-sum is added in another
+ *            order (within float32 rounding of the G = 0 result). A G that
+ *            disagrees with M, or with offsets, is MAS_ERR_BAD_ARGUMENT.
+ *            Zero-initialised arguments (memset) leave it 0. */
 typedef struct mas_loglik_args {
     mas_tensor3 x;
     mas_tensor3 coef;

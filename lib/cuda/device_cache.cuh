@@ -21,26 +21,32 @@ struct DeviceInfo {
     int index;      /* the current device */
     int sms;        /* multiprocessors */
     int smem_optin; /* shared memory a block may opt in to, bytes */
+    int cc_major;   /* compute capability, major (8: TF32 tensor cores, cp.async) */
 };
 
 /* The current device and its attributes (read once per device). */
 static inline mas_status current_device(DeviceInfo *d) {
-    static std::atomic<int> sms[kMaxDevices], smem[kMaxDevices];
+    static std::atomic<int> sms[kMaxDevices], smem[kMaxDevices], major[kMaxDevices];
     int dev = 0;
     if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= kMaxDevices) return MAS_ERR_CUDA;
-    int s = sms[dev].load(std::memory_order_relaxed);
+    /* sms is stored last: once it is seen, the others are there */
+    int s = sms[dev].load(std::memory_order_acquire);
     int m = smem[dev].load(std::memory_order_relaxed);
-    if (s == 0 || m == 0) {
+    int c = major[dev].load(std::memory_order_relaxed);
+    if (s == 0) {
         if (cudaDeviceGetAttribute(&s, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
             cudaDeviceGetAttribute(&m, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) !=
-                cudaSuccess)
+                cudaSuccess ||
+            cudaDeviceGetAttribute(&c, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess)
             return MAS_ERR_CUDA;
         smem[dev].store(m, std::memory_order_relaxed);
-        sms[dev].store(s, std::memory_order_relaxed);
+        major[dev].store(c, std::memory_order_relaxed);
+        sms[dev].store(s, std::memory_order_release);
     }
     d->index = dev;
     d->sms = s;
     d->smem_optin = m;
+    d->cc_major = c;
     return MAS_OK;
 }
 

@@ -97,8 +97,16 @@ __host__ __device__ inline SmallSmem small_smem(int warps, int64_t S, int sw, in
 /* 16 bytes to shared memory, of which the first `bytes` (16 or 0) are read
  * from gsrc and the rest zero-filled: 0 reads nothing. */
 __device__ __forceinline__ void cp_async16_n(uint32_t smem_addr, const void *gsrc, int bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr), "l"(gsrc),
                  "r"(bytes) : "memory");
+#else
+    /* older targets (the 75-virtual PTX): a plain copy, which must not
+     * hold sm_80 instructions or the whole module fails to load there */
+    const int4 v = bytes ? *(const int4 *)gsrc : make_int4(0, 0, 0, 0);
+    asm volatile("st.shared.v4.s32 [%0], {%1, %2, %3, %4};" ::"r"(smem_addr), "r"(v.x), "r"(v.y),
+                 "r"(v.z), "r"(v.w) : "memory");
+#endif
 }
 
 /* -inf in the value type (the tile holds the caller's dtype). */

@@ -1,5 +1,6 @@
 /* Likelihoods on CUDA (mas.h section 6): host entry points and the
- * coefficient kernel. The log-likelihood kernel is in loglik_kernel.cuh.
+ * coefficient kernel. The log-likelihood kernels are in loglik_kernel.cuh
+ * (any mixture sizes) and loglik_uniform.cuh (G Gaussians every state).
  * Device properties and kernel attributes are read once per device, so a
  * call costs only its checks and its launch; no synchronisation, no
  * allocation (safe under graph capture). */
@@ -9,7 +10,7 @@
 #include "common/gauss_coef.h"
 #include "cuda/device_cache.cuh"
 #include "cuda/loglik_kernel.cuh"
-#include "cuda/loglik_tc.cuh"
+#include "cuda/loglik_uniform.cuh"
 #include "mas.h"
 
 using namespace mas_cuda;
@@ -85,62 +86,61 @@ mas_status launch_loglik(LLParams p, const DeviceInfo *dev, cudaStream_t stream)
     return cudaGetLastError() == cudaSuccess ? MAS_OK : MAS_ERR_CUDA;
 }
 
-/* Does the tensor-core kernel of uniform mixtures (loglik_tc.cuh) take
- * this call? A shared model with Gaussians contiguous (rows 16-byte
- * aligned), G Gaussians every state with G a multiple of 8 dividing 128 or
- * a multiple of 128, the log-sum (no best Gaussian), and the shared memory
- * for 2J. */
-bool tc_uniform_fits(const LLParams &p, int64_t G, const DeviceInfo *dev) {
+/* Does the uniform-mixture kernel (loglik_uniform.cuh) take this call? A
+ * shared model with Gaussians contiguous (rows 16-byte aligned), G
+ * Gaussians every state with G a multiple of 8 dividing 128 or a multiple
+ * of 128, the log-sum (no best Gaussian), and the shared memory for 2J. */
+bool uniform_fits(const LLParams &p, int64_t G, const DeviceInfo *dev, bool tc) {
     if (G < 8 || !p.offsets || p.cs0 != 0 || p.best || p.max_mode) return false;
     /* the coefficient rows are copied 16 bytes at a time */
     if (p.cs2 != 1 || p.cs1 % 4 != 0 || (uintptr_t)p.coef % 16 != 0) return false;
     if (!(G % 128 == 0 || (G % 8 == 0 && 128 % G == 0))) return false;
     if (p.J > 4096 || p.M >= ((int64_t)1 << 31)) return false; /* 32-bit offsets in a unit */
     const int kp = (int)((2 * p.J + 7) / 8 * 8);
-    return tc_smem(kp) + 1024 <= (size_t)dev->smem_optin;
+    return uni_smem(kp, tc) + 1024 <= (size_t)dev->smem_optin;
 }
 
-template <typename TX, int TPS>
-mas_status launch_tc_tps(TcParams p, const DeviceInfo *dev, cudaStream_t stream) {
-    auto kernel = loglik_tc_uniform<TX, TPS>;
-    const size_t smem = tc_smem(p.kp);
+template <typename TX, int TPS, bool TC>
+mas_status launch_uniform_tps(UniParams p, const DeviceInfo *dev, cudaStream_t stream) {
+    auto kernel = loglik_uniform<TX, TPS, TC>;
+    const size_t smem = uni_smem(p.kp, TC);
     static KernelCache cache;
     mas_status st = ensure_smem(cache, kernel, *dev, smem);
     if (st != MAS_OK) return st;
-    /* two blocks a multiprocessor (measured: one block with the next
-     * chunk's copy double-buffered was slower, 0.73 against 0.54 ms), one
-     * unit each: ranges of whole chunks of states */
-    p.l.ftiles = (p.l.N + kTcFrames - 1) / kTcFrames;
+    /* two blocks a multiprocessor (measured with TC: one block with the
+     * next chunk's copy double-buffered was slower, 0.73 against 0.54 ms),
+     * one unit each: ranges of whole chunks of states */
+    p.l.ftiles = (p.l.N + kUniFrames - 1) / kUniFrames;
     const int64_t slots = 2 * (int64_t)dev->sms;
     int64_t sranges = (slots + p.l.B * p.l.ftiles - 1) / (p.l.B * p.l.ftiles);
     if (sranges > p.l.n_states) sranges = p.l.n_states;
     if (sranges < 1) sranges = 1;
     int64_t spr = (p.l.n_states + sranges - 1) / sranges;
-    if (p.G < kTcGauss) {
-        const int64_t per_chunk = kTcGauss / p.G;
+    if (p.G < kUniGauss) {
+        const int64_t per_chunk = kUniGauss / p.G;
         spr = (spr + per_chunk - 1) / per_chunk * per_chunk;
     }
     p.spr = spr;
     p.sranges = (p.l.n_states + spr - 1) / spr;
     const int64_t units = p.l.B * p.l.ftiles * p.sranges;
     const int64_t grid = units < slots ? units : slots;
-    kernel<<<(unsigned)grid, kTcThreads, smem, stream>>>(p);
+    kernel<<<(unsigned)grid, kUniThreads, smem, stream>>>(p);
     return cudaGetLastError() == cudaSuccess ? MAS_OK : MAS_ERR_CUDA;
 }
 
-template <typename TX>
-mas_status launch_tc_uniform(const LLParams &lp, int64_t G, const DeviceInfo *dev,
-                             cudaStream_t stream) {
-    TcParams p;
+template <typename TX, bool TC>
+mas_status launch_uniform(const LLParams &lp, int64_t G, const DeviceInfo *dev,
+                          cudaStream_t stream) {
+    UniParams p;
     p.l = lp;
     p.G = G;
     p.kp = (int)((2 * lp.J + 7) / 8 * 8);
-    /* tiles of 8 Gaussians a state covers in a warp's 64 columns */
+    /* tiles of 8 Gaussians a state covers in 64 columns */
     switch (G >= 64 ? 8 : (int)(G / 8)) {
-    case 1: return launch_tc_tps<TX, 1>(p, dev, stream);
-    case 2: return launch_tc_tps<TX, 2>(p, dev, stream);
-    case 4: return launch_tc_tps<TX, 4>(p, dev, stream);
-    default: return launch_tc_tps<TX, 8>(p, dev, stream);
+    case 1: return launch_uniform_tps<TX, 1, TC>(p, dev, stream);
+    case 2: return launch_uniform_tps<TX, 2, TC>(p, dev, stream);
+    case 4: return launch_uniform_tps<TX, 4, TC>(p, dev, stream);
+    default: return launch_uniform_tps<TX, 8, TC>(p, dev, stream);
     }
 }
 
@@ -149,13 +149,16 @@ mas_status dispatch_loglik(const LLParams &p, const DeviceInfo *dev, cudaStream_
                            int32_t precision, int64_t mixture_size) {
     constexpr int TF = sizeof(TA) == 4 ? 8 : 4;
     if constexpr (sizeof(TA) == 4) {
-        /* tensor cores: TF32 (bf16 runs the TF32 path for now) */
-        if (precision != MAS_PRECISION_DEFAULT) {
-            if (tc_uniform_fits(p, mixture_size, dev))
-                return launch_tc_uniform<TX>(p, mixture_size, dev, stream);
+        /* tensor cores: TF32 (bf16 runs the TF32 path for now), from sm_80
+         * on; older GPUs compute the default precision */
+        if (precision != MAS_PRECISION_DEFAULT && dev->cc_major >= 8) {
+            if (uniform_fits(p, mixture_size, dev, true))
+                return launch_uniform<TX, true>(p, mixture_size, dev, stream);
             return p.offsets ? launch_loglik<TA, TX, TF, 8, true, true>(p, dev, stream)
                              : launch_loglik<TA, TX, TF, 8, false, true>(p, dev, stream);
         }
+        if (uniform_fits(p, mixture_size, dev, false))
+            return launch_uniform<TX, false>(p, mixture_size, dev, stream);
     }
     /* the mixture kernel has no registers to spare for wider slices */
     if (p.offsets) return launch_loglik<TA, TX, TF, 8, true>(p, dev, stream);

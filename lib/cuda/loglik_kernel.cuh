@@ -94,9 +94,13 @@ __device__ __forceinline__ float ll_fast_exp(float x) { return __expf(x); }
 __device__ __forceinline__ double ll_fast_exp(double x) { return exp(x); }
 /* max that returns NaN when either is NaN */
 __device__ __forceinline__ float ll_max_nan(float a, float b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     float r;
     asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
     return r;
+#else
+    return (b > a || b != b) ? b : a; /* max.NaN is sm_80's */
+#endif
 }
 __device__ __forceinline__ double ll_max_nan(double a, double b) { return (b > a || b != b) ? b : a; }
 __device__ __forceinline__ float shfl_xor_acc(float v, int o) { return __shfl_xor_sync(kFullMask, v, o); }
@@ -106,7 +110,7 @@ __device__ __forceinline__ double ll_log(double x) { return log(x); }
 /* A running log-sum (max m, sum l of exp(score - m)) taking in a part's
  * (mo, lo), by the rules of mas.h: NaN wins, then +inf; -inf parts change
  * nothing; else both sums rescaled to the larger max. Shared by the
- * default kernel and the tensor-core one (loglik_tc.cuh). */
+ * default kernel and the uniform-mixture one (loglik_uniform.cuh). */
 template <typename TA> __device__ __forceinline__ void ll_logadd_into(TA &m, TA &l, TA mo, TA lo) {
     const TA ninf = neg_inf<TA>(), pinf = pos_inf<TA>();
     if (m != m) return;
@@ -129,7 +133,7 @@ template <typename TA> __device__ __forceinline__ void ll_logadd_into(TA &m, TA 
  * `range` of `ranges` over the Gaussians or states (tiles vary fastest),
  * and the item's lengths nl (frames), sl (states): both 0, the error
  * recorded once (by the unit of tile 0 and range 0), when out of range.
- * Shared by the default kernel and the tensor-core one (loglik_tc.cuh). */
+ * Shared by the default kernel and the uniform-mixture one (loglik_uniform.cuh). */
 struct LLUnit {
     int64_t b, ftile, range, f0, f_end, nl, sl;
 };
@@ -196,19 +200,30 @@ __device__ __forceinline__ void store_vec(double *dst, const double *v) {
  * tensor cores' input, 10 mantissa bits) for the TF32 path. */
 template <bool TC> __device__ __forceinline__ float to_operand(float x) {
     if (!TC) return x;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     uint32_t r;
     asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
     return __uint_as_float(r);
+#else
+    return x; /* never run: the host takes the tensor-core paths from sm_80 on */
+#endif
 }
 template <bool TC> __device__ __forceinline__ double to_operand(double x) { return x; }
 
 /* D = A B + D on the tensor cores, TF32 operands, float32 sums (m16n8k8). */
 __device__ __forceinline__ void mma_tf32(float &c0, float &c1, float &c2, float &c3,
                                          const uint32_t a[4], const uint32_t b[2]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, "
                  "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
                  : "+f"(c0), "+f"(c1), "+f"(c2), "+f"(c3)
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+    /* PTX for older GPUs (75-virtual) must not hold sm_80 instructions, or
+     * the whole module fails to load there; the host never runs this */
+    (void)c0, (void)c1, (void)c2, (void)c3, (void)a, (void)b;
+    __trap();
+#endif
 }
 __device__ __forceinline__ void mma_tf32(double &, double &, double &, double &, const uint32_t *,
                                          const uint32_t *) {}
