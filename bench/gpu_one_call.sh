@@ -16,8 +16,8 @@
 #      --bench rows, then `python -m libmas bench --topology --device cuda`
 #   8. with LIK_BENCH=1: test_likelihood_cuda's full set (seed $SEED), then
 #      `python -m libmas bench --likelihood --device cuda`, then
-#      bench/profile_gmm_uniform.sh (ncu of the uniform-mixture GMM kernel,
-#      precision $PRECISION, default float32)
+#      bench/profile_loglik.sh (ncu of a likelihood kernel: WORK=$PROFILE_WORK,
+#      gmm by default, or glow; precision $PRECISION, default float32)
 #   7. with SPEECH=1: examples/speech/run.py --device cuda $SPEECH_ARGS (the
 #      data's manifests and feature caches carried: the machine has no
 #      espeak-ng), its report copied to the logs
@@ -147,7 +147,7 @@ if [ "${PROFILE_SMALL:-0}" = 1 ]; then
     OUT="$LOGS/profile" bash bench/profile_hard.sh "$B" small 2>&1 | tee -a "$LOGS/summary.log" || fail=1
 fi
 if [ "${LIK_BENCH:-0}" = 1 ]; then
-  step "8. test_likelihood_cuda (full set), bench --likelihood, profile_gmm_uniform.sh"
+  step "8. test_likelihood_cuda (full set), bench --likelihood, profile_loglik.sh"
   if [ -x "$B/test_likelihood_cuda" ]; then
     timeout 300 "$B/test_likelihood_cuda" "${SEED:-11}" >"$LOGS/test_likelihood_full.log" 2>&1 || fail=1
     grep -E "FAIL|failed" "$LOGS/test_likelihood_full.log" | head -20 | tee -a "$LOGS/summary.log"
@@ -156,7 +156,7 @@ if [ "${LIK_BENCH:-0}" = 1 ]; then
   (cd /tmp && PYTHONPATH="$R/$PKG" timeout 300 python3 -m libmas bench --likelihood --device cuda) \
     >"$LOGS/bench_likelihood.log" 2>&1 || fail=1
   grep -E "^\||TFLOP|peak" "$LOGS/bench_likelihood.log" | tee -a "$LOGS/summary.log"
-  timeout 300 bash bench/profile_gmm_uniform.sh "$B" >"$LOGS/profile_gmm.log" 2>&1 || fail=1
+  WORK=${PROFILE_WORK:-gmm} timeout 300 bash bench/profile_loglik.sh "$B" >"$LOGS/profile_gmm.log" 2>&1 || fail=1
   tail -45 "$LOGS/profile_gmm.log" >>"$LOGS/summary.log"
 fi
 if [ "${SPEECH:-0}" = 1 ]; then

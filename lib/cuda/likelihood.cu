@@ -1,6 +1,7 @@
 /* Likelihoods on CUDA (mas.h section 6): host entry points and the
  * coefficient kernel. The log-likelihood kernels are in loglik_kernel.cuh
- * (any mixture sizes) and loglik_uniform.cuh (G Gaussians every state).
+ * (any mixture sizes), loglik_uniform.cuh (G Gaussians every state) and
+ * loglik_items.cuh (one Gaussian a state, default precision).
  * Device properties and kernel attributes are read once per device, so a
  * call costs only its checks and its launch; no synchronisation, no
  * allocation (safe under graph capture). */
@@ -10,6 +11,7 @@
 #include "common/gauss_coef.h"
 #include "cuda/device_cache.cuh"
 #include "cuda/loglik_kernel.cuh"
+#include "cuda/loglik_items.cuh"
 #include "cuda/loglik_uniform.cuh"
 #include "mas.h"
 
@@ -144,6 +146,43 @@ mas_status launch_uniform(const LLParams &lp, int64_t G, const DeviceInfo *dev,
     }
 }
 
+/* Does the one-Gaussian-a-state kernel (loglik_items.cuh) take this call?
+ * No offsets, no best, coefficient rows 16-byte aligned (the copies) and
+ * the shared memory for 2J. */
+bool items_fit(const LLParams &p, const DeviceInfo *dev) {
+    if (p.offsets || p.best) return false;
+    if (p.cs2 != 1 || p.cs1 % 4 != 0 || p.cs0 % 4 != 0 || (uintptr_t)p.coef % 16 != 0) return false;
+    if (p.J > 4096 || p.M >= ((int64_t)1 << 31)) return false; /* 32-bit offsets in a unit */
+    const int kp = (int)((2 * p.J + kItRows - 1) / kItRows * kItRows);
+    return items_smem(kp) + 1024 <= (size_t)dev->smem_optin;
+}
+
+template <typename TX>
+mas_status launch_items(const LLParams &lp, const DeviceInfo *dev, cudaStream_t stream) {
+    ItemsParams p;
+    p.l = lp;
+    p.kp = (int)((2 * lp.J + kItRows - 1) / kItRows * kItRows);
+    auto kernel = loglik_items<TX>;
+    const size_t smem = items_smem(p.kp);
+    static KernelCache cache;
+    mas_status st = ensure_smem(cache, kernel, *dev, smem);
+    if (st != MAS_OK) return st;
+    /* two blocks a multiprocessor, units of whole chunks of 128 states
+     * (16-byte aligned copies), enough of them for every slot */
+    p.l.ftiles = (lp.N + kUniFrames - 1) / kUniFrames;
+    const int64_t slots = 2 * (int64_t)dev->sms;
+    const int64_t chunks = (lp.n_states + kUniGauss - 1) / kUniGauss;
+    int64_t ranges = (slots + lp.B * p.l.ftiles - 1) / (lp.B * p.l.ftiles);
+    if (ranges > chunks) ranges = chunks;
+    if (ranges < 1) ranges = 1;
+    p.spr = (chunks + ranges - 1) / ranges * kUniGauss;
+    p.ranges = (lp.n_states + p.spr - 1) / p.spr;
+    const int64_t units = lp.B * p.l.ftiles * p.ranges;
+    const int64_t grid = units < slots ? units : slots;
+    kernel<<<(unsigned)grid, kUniThreads, smem, stream>>>(p);
+    return cudaGetLastError() == cudaSuccess ? MAS_OK : MAS_ERR_CUDA;
+}
+
 template <typename TA, typename TX>
 mas_status dispatch_loglik(const LLParams &p, const DeviceInfo *dev, cudaStream_t stream,
                            int32_t precision, int64_t mixture_size) {
@@ -159,6 +198,7 @@ mas_status dispatch_loglik(const LLParams &p, const DeviceInfo *dev, cudaStream_
         }
         if (uniform_fits(p, mixture_size, dev, false))
             return launch_uniform<TX, false>(p, mixture_size, dev, stream);
+        if (items_fit(p, dev)) return launch_items<TX>(p, dev, stream);
     }
     /* the mixture kernel has no registers to spare for wider slices */
     if (p.offsets) return launch_loglik<TA, TX, TF, 8, true>(p, dev, stream);

@@ -93,15 +93,15 @@ __device__ __forceinline__ float uni_exp_from(float v, float ml) {
     return r;
 }
 
-/* 16 bytes to shared memory, `bytes` (16 or 0) of them from gsrc, the rest
- * zeros; asynchronous on sm_80 and later. */
+/* 16 bytes to shared memory, `bytes` (0, 4, 8, 12 or 16) of them from gsrc,
+ * the rest zeros; asynchronous on sm_80 and later. */
 __device__ __forceinline__ void uni_copy16(float *dst, const float *gsrc, int bytes) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(gsrc), "r"(bytes)
                  : "memory");
 #else
-    *(float4 *)dst = bytes ? *(const float4 *)gsrc : make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int k = 0; k < 4; k++) dst[k] = 4 * k < bytes ? gsrc[k] : 0.0f; /* reads only `bytes` */
 #endif
 }
 
@@ -134,6 +134,54 @@ template <int L> __device__ __forceinline__ float uni_lanes_sum(float l, float m
 #pragma unroll
     for (int o = 1; o < L; o <<= 1) l += __shfl_xor_sync(kFullMask, l, o);
     return (m > -INFINITY && m < INFINITY) ? l : 0.0f;
+}
+
+/* The e tile of kUniFrames frames from x (the tile's first frame; strides
+ * xs1 along frames, xs2 along dimensions; nf frames inside the length):
+ * e = [x, x*x, zeros to KP], zeros for frames >= nf. TC: [frame][KP + 4]
+ * in TF32; SIMT: [KP][frames]. Every thread of the block takes part, NB
+ * loads in flight each. */
+template <typename TX, bool TC, int NB = 4>
+__device__ __forceinline__ void uni_fill_e(float *e_s, int KP, int J, const TX *x, int64_t xs1,
+                                           int64_t xs2, int nf) {
+    const int tid = threadIdx.x, LD = uni_lde(KP, TC), J2 = 2 * J;
+    const int n = kUniFrames * J;
+    /* NB loads in flight a thread: a loop of one load and its stores
+     * waits a memory latency an element. TC takes k = frame * J + j (rows
+     * of e contiguous), SIMT k = j * frames + frame (columns of e
+     * contiguous: conflict-free stores, and loads along frames coalesce
+     * for Glow-TTS's z) */
+    for (int k0 = tid; k0 < n; k0 += NB * (int)blockDim.x) {
+        float v[NB];
+#pragma unroll
+        for (int q = 0; q < NB; q++) {
+            const int k = k0 + q * (int)blockDim.x;
+            const int f = TC ? k / J : k % kUniFrames, j = TC ? k - f * J : k / kUniFrames;
+            v[q] = k < n && f < nf ? widen(x[f * xs1 + (int64_t)j * xs2]) : 0.0f;
+        }
+#pragma unroll
+        for (int q = 0; q < NB; q++) {
+            const int k = k0 + q * (int)blockDim.x;
+            const int f = TC ? k / J : k % kUniFrames, j = TC ? k - f * J : k / kUniFrames;
+            if (k < n) {
+                if (TC) {
+                    e_s[f * LD + j] = to_operand<true>(v[q]);
+                    e_s[f * LD + J + j] = to_operand<true>(ll_mul(v[q], v[q]));
+                } else {
+                    e_s[j * LD + f] = v[q];
+                    e_s[(J + j) * LD + f] = ll_mul(v[q], v[q]);
+                }
+            }
+        }
+    }
+    for (int k = tid; k < kUniFrames * (KP - J2); k += blockDim.x) {
+        if (TC) {
+            const int f = k / (KP - J2);
+            e_s[f * LD + J2 + (k - f * (KP - J2))] = 0.0f;
+        } else {
+            e_s[J2 * LD + k] = 0.0f;
+        }
+    }
 }
 
 /* TPS: 8-column tiles a state covers within 64 columns (G / 8, at most 8).
@@ -188,43 +236,7 @@ __global__ void __launch_bounds__(kUniThreads, 2) loglik_uniform(UniParams p) {
 
         /* the tile's e = [x, x*x, 0...] (TF32 for TC), zero frames past the length */
         __syncthreads(); /* the previous unit is done with the tiles */
-        const TX *xb = (const TX *)lp.x + b * lp.xs0;
-        /* four loads in flight a thread: a loop of one load and its stores
-         * waits a memory latency an element. TC takes k = frame * J + j
-         * (rows of e contiguous), SIMT k = j * frames + frame (columns of
-         * e contiguous: conflict-free stores). */
-        for (int k0 = tid; k0 < kUniFrames * J; k0 += 4 * kUniThreads) {
-            float v[4];
-#pragma unroll
-            for (int q = 0; q < 4; q++) {
-                const int k = k0 + q * kUniThreads;
-                const int f = TC ? k / J : k % kUniFrames, j = TC ? k - f * J : k / kUniFrames;
-                v[q] = k < kUniFrames * J && f < nf ? widen(xb[(f0 + f) * lp.xs1 + (int64_t)j * lp.xs2])
-                                                   : 0.0f;
-            }
-#pragma unroll
-            for (int q = 0; q < 4; q++) {
-                const int k = k0 + q * kUniThreads;
-                const int f = TC ? k / J : k % kUniFrames, j = TC ? k - f * J : k / kUniFrames;
-                if (k < kUniFrames * J) {
-                    if (TC) {
-                        e_s[f * LD + j] = to_operand<true>(v[q]);
-                        e_s[f * LD + J + j] = to_operand<true>(ll_mul(v[q], v[q]));
-                    } else {
-                        e_s[j * LD + f] = v[q];
-                        e_s[(J + j) * LD + f] = ll_mul(v[q], v[q]);
-                    }
-                }
-            }
-        }
-        for (int k = tid; k < kUniFrames * (KP - J2); k += kUniThreads) {
-            if (TC) {
-                const int f = k / (KP - J2);
-                e_s[f * LD + J2 + (k - f * (KP - J2))] = 0.0f;
-            } else {
-                e_s[J2 * LD + k] = 0.0f;
-            }
-        }
+        uni_fill_e<TX, TC>(e_s, KP, J, (const TX *)lp.x + b * lp.xs0 + f0 * lp.xs1, lp.xs1, lp.xs2, nf);
 
         /* The unit's Gaussians in 32-bit offsets from its first (the host
          * keeps M < 2^31): chunk at gofs, Gaussians [0, gspan). */

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Stall reasons and per-instruction stall samples (top $TOP by
+# bench/sass_top.py) of a likelihood kernel on one of issue 10's rows:
+#   WORK=gmm (default): the uniform-mixture kernel (loglik_uniform.cuh) on the
+#     GMM row (5000 states x 256 Gaussians, J=36, 256 frames) in precision
+#     $PRECISION ("float32", the default, or "tf32");
+#   WORK=glow: the one-Gaussian-a-state kernel (loglik_items.cuh) on the
+#     Glow-TTS row (B=32 T=512 S=2048 D=80).
+#   [WORK=glow] [PRECISION=tf32] bench/profile_loglik.sh BUILD_DIR   (a build
+#   with the Python module, as bench/gpu_one_call.sh leaves it: BUILD_DIR/pkg)
+set -u -o pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PATH:/usr/local/cuda/bin"
+BUILD=${1:-build-gpu-one}
+R=$PWD
+cat >"$BUILD/gmm_calls.py" <<'PY'
+import os, torch, libmas
+g = torch.Generator().manual_seed(0)
+m = 5000 * 256
+gmm = libmas.GMM(torch.randn(m, 36, generator=g).cuda() * 0.5,
+                 (torch.rand(m, 36, generator=g) + 0.5).cuda(),
+                 (-3 * torch.rand(m, generator=g)).cuda(), [256] * 5000)
+x = torch.randn(256, 36, generator=g).cuda()
+z = torch.randn(32, 80, 2048, generator=g).cuda()
+mean = torch.randn(32, 80, 512, generator=g).cuda()
+log_std = (0.3 * torch.randn(32, 80, 512, generator=g)).cuda()
+for _ in range(4):
+    if os.environ.get("WORK", "gmm") == "glow":
+        libmas.gaussian_loglik(z, mean, log_std)
+    else:
+        gmm.loglik(x, precision=os.environ.get("PRECISION", "float32"))
+torch.cuda.synchronize()
+PY
+KERNEL=loglik_uniform
+[ "${WORK:-gmm}" = glow ] && KERNEL=loglik_items
+. bench/ncu_metrics.sh
+M=$STALL_METRICS
+M="$M,smsp__inst_executed.sum,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"
+M="$M,sm__cycles_elapsed.avg,gpu__time_duration.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"
+cd /tmp
+PYTHONPATH="$R/$BUILD/pkg" ncu --kernel-name regex:$KERNEL --launch-skip 2 --launch-count 1 \
+  --metrics "$M" python3 "$R/$BUILD/gmm_calls.py" 2>&1 | grep -E "$KERNEL|smsp__|sm__|gpu__|l1tex__" \
+  | sed "${SHORT_STALLS[@]}"
+PYTHONPATH="$R/$BUILD/pkg" ncu --kernel-name regex:$KERNEL --launch-skip 2 --launch-count 1 \
+  --section SourceCounters --section WarpStateStats --page source --print-source sass --csv \
+  python3 "$R/$BUILD/gmm_calls.py" >"$R/$BUILD/gmm_sass.csv" 2>&1
+python3 "$R/bench/sass_top.py" "$R/$BUILD/gmm_sass.csv" "${TOP:-30}"
