@@ -33,6 +33,21 @@ ARCH=${MAS_CUDA_ARCH:-90}
 mkdir -p "$LOGS" "$B/replay"
 fail=0
 step() { echo "=== $1 ($(date +%T)) ===" | tee -a "$LOGS/summary.log"; }
+# full_set NAME: the CUDA test program NAME's full set (seed $SEED), its
+# failures and last lines to the summary
+full_set() {
+  [ -x "$B/$1" ] || return 0
+  timeout 300 "$B/$1" "${SEED:-11}" >"$LOGS/$1_full.log" 2>&1 || fail=1
+  grep -E "FAIL|failed" "$LOGS/$1_full.log" | head -20 | tee -a "$LOGS/summary.log"
+  tail -2 "$LOGS/$1_full.log" | tee -a "$LOGS/summary.log"
+}
+# bench_py --WHAT ARGS...: `python -m libmas bench --WHAT ARGS` on the built
+# module, logged to bench_WHAT.log, its table to the summary
+bench_py() {
+  local log="$LOGS/bench_${1#--}.log" # bench_likelihood.log, bench_topology.log
+  (cd /tmp && PYTHONPATH="$R/$PKG" timeout 300 python3 -m libmas bench "$@") >"$log" 2>&1 || fail=1
+  grep -E "^\||TFLOP|peak" "$log" | tee -a "$LOGS/summary.log"
+}
 
 step "build: libmas (CUDA) and the Python module"
 t0=$SECONDS
@@ -129,16 +144,12 @@ if [ "${MAS_CALLS:-0}" = 1 ]; then
 fi
 if [ "${TOPO_BENCH:-0}" = 1 ]; then
   step "6. test_topology_cuda (full set), its --bench rows, bench --topology"
+  full_set test_topology_cuda
   if [ -x "$B/test_topology_cuda" ]; then
-    timeout 300 "$B/test_topology_cuda" "${SEED:-11}" >"$LOGS/test_topology_full.log" 2>&1 || fail=1
-    grep -E "FAIL|failed" "$LOGS/test_topology_full.log" | head -20 | tee -a "$LOGS/summary.log"
-    tail -1 "$LOGS/test_topology_full.log" | tee -a "$LOGS/summary.log"
     timeout 120 "$B/test_topology_cuda" 1 --bench >"$LOGS/topo_bench.log" 2>&1 || fail=1
     tail -12 "$LOGS/topo_bench.log" | tee -a "$LOGS/summary.log"
   fi
-  (cd /tmp && PYTHONPATH="$R/$PKG" timeout 300 python3 -m libmas bench --topology --device cuda) \
-    >"$LOGS/bench_topology.log" 2>&1 || fail=1
-  grep -E "^\|" "$LOGS/bench_topology.log" | tee -a "$LOGS/summary.log"
+  bench_py --topology --device cuda
 fi
 if [ "${PROFILE_SMALL:-0}" = 1 ]; then
   step "5. ncu of hard_small (bench/profile_hard.sh small)"
@@ -148,16 +159,10 @@ if [ "${PROFILE_SMALL:-0}" = 1 ]; then
 fi
 if [ "${LIK_BENCH:-0}" = 1 ]; then
   step "8. test_likelihood_cuda (full set), bench --likelihood, profile_loglik.sh"
-  if [ -x "$B/test_likelihood_cuda" ]; then
-    timeout 300 "$B/test_likelihood_cuda" "${SEED:-11}" >"$LOGS/test_likelihood_full.log" 2>&1 || fail=1
-    grep -E "FAIL|failed" "$LOGS/test_likelihood_full.log" | head -20 | tee -a "$LOGS/summary.log"
-    tail -2 "$LOGS/test_likelihood_full.log" | tee -a "$LOGS/summary.log"
-  fi
-  (cd /tmp && PYTHONPATH="$R/$PKG" timeout 300 python3 -m libmas bench --likelihood --device cuda) \
-    >"$LOGS/bench_likelihood.log" 2>&1 || fail=1
-  grep -E "^\||TFLOP|peak" "$LOGS/bench_likelihood.log" | tee -a "$LOGS/summary.log"
-  WORK=${PROFILE_WORK:-gmm} timeout 300 bash bench/profile_loglik.sh "$B" >"$LOGS/profile_gmm.log" 2>&1 || fail=1
-  tail -45 "$LOGS/profile_gmm.log" >>"$LOGS/summary.log"
+  full_set test_likelihood_cuda
+  bench_py --likelihood --device cuda
+  WORK=${PROFILE_WORK:-gmm} timeout 300 bash bench/profile_loglik.sh "$B" >"$LOGS/profile_loglik.log" 2>&1 || fail=1
+  tail -45 "$LOGS/profile_loglik.log" >>"$LOGS/summary.log"
 fi
 if [ "${SPEECH:-0}" = 1 ]; then
   step "7. the speech example on the GPU"

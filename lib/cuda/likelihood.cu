@@ -88,16 +88,40 @@ mas_status launch_loglik(LLParams p, const DeviceInfo *dev, cudaStream_t stream)
     return cudaGetLastError() == cudaSuccess ? MAS_OK : MAS_ERR_CUDA;
 }
 
+/* Units of the uniform-mixture and one-Gaussian kernels: B x ranges x
+ * frame tiles of kUniFrames, enough for two blocks on every multiprocessor,
+ * each range a multiple of `whole` states. Sets l.ftiles, *ranges and *spr
+ * (states a range); returns the grid (one block a unit, at most two a
+ * multiprocessor). */
+int64_t plan_units(LLParams &l, int64_t whole, const DeviceInfo *dev, int64_t *ranges,
+                   int64_t *spr) {
+    l.ftiles = (l.N + kUniFrames - 1) / kUniFrames;
+    const int64_t slots = 2 * (int64_t)dev->sms;
+    int64_t r = (slots + l.B * l.ftiles - 1) / (l.B * l.ftiles);
+    if (r > l.n_states) r = l.n_states;
+    if (r < 1) r = 1;
+    const int64_t s = ((l.n_states + r - 1) / r + whole - 1) / whole * whole;
+    *spr = s;
+    *ranges = (l.n_states + s - 1) / s;
+    const int64_t units = l.B * l.ftiles * *ranges;
+    return units < slots ? units : slots;
+}
+
+/* The coefficients as the uniform-mixture and one-Gaussian kernels copy
+ * them: rows of unit stride, 16-byte aligned (16-byte copies), and a unit's
+ * Gaussians within 32-bit offsets. */
+bool copies_fit(const LLParams &p) {
+    return p.cs2 == 1 && p.cs1 % 4 == 0 && p.cs0 % 4 == 0 && (uintptr_t)p.coef % 16 == 0 &&
+           p.J <= 4096 && p.M < ((int64_t)1 << 31);
+}
+
 /* Does the uniform-mixture kernel (loglik_uniform.cuh) take this call? A
  * shared model with Gaussians contiguous (rows 16-byte aligned), G
  * Gaussians every state with G a multiple of 8 dividing 128 or a multiple
  * of 128, the log-sum (no best Gaussian), and the shared memory for 2J. */
 bool uniform_fits(const LLParams &p, int64_t G, const DeviceInfo *dev, bool tc) {
-    if (G < 8 || !p.offsets || p.cs0 != 0 || p.best || p.max_mode) return false;
-    /* the coefficient rows are copied 16 bytes at a time */
-    if (p.cs2 != 1 || p.cs1 % 4 != 0 || (uintptr_t)p.coef % 16 != 0) return false;
+    if (G < 8 || !p.offsets || p.cs0 != 0 || p.best || p.max_mode || !copies_fit(p)) return false;
     if (!(G % 128 == 0 || (G % 8 == 0 && 128 % G == 0))) return false;
-    if (p.J > 4096 || p.M >= ((int64_t)1 << 31)) return false; /* 32-bit offsets in a unit */
     const int kp = (int)((2 * p.J + 7) / 8 * 8);
     return uni_smem(kp, tc) + 1024 <= (size_t)dev->smem_optin;
 }
@@ -112,20 +136,7 @@ mas_status launch_uniform_tps(UniParams p, const DeviceInfo *dev, cudaStream_t s
     /* two blocks a multiprocessor (measured with TC: one block with the
      * next chunk's copy double-buffered was slower, 0.73 against 0.54 ms),
      * one unit each: ranges of whole chunks of states */
-    p.l.ftiles = (p.l.N + kUniFrames - 1) / kUniFrames;
-    const int64_t slots = 2 * (int64_t)dev->sms;
-    int64_t sranges = (slots + p.l.B * p.l.ftiles - 1) / (p.l.B * p.l.ftiles);
-    if (sranges > p.l.n_states) sranges = p.l.n_states;
-    if (sranges < 1) sranges = 1;
-    int64_t spr = (p.l.n_states + sranges - 1) / sranges;
-    if (p.G < kUniGauss) {
-        const int64_t per_chunk = kUniGauss / p.G;
-        spr = (spr + per_chunk - 1) / per_chunk * per_chunk;
-    }
-    p.spr = spr;
-    p.sranges = (p.l.n_states + spr - 1) / spr;
-    const int64_t units = p.l.B * p.l.ftiles * p.sranges;
-    const int64_t grid = units < slots ? units : slots;
+    const int64_t grid = plan_units(p.l, p.G < kUniGauss ? kUniGauss / p.G : 1, dev, &p.sranges, &p.spr);
     kernel<<<(unsigned)grid, kUniThreads, smem, stream>>>(p);
     return cudaGetLastError() == cudaSuccess ? MAS_OK : MAS_ERR_CUDA;
 }
@@ -147,38 +158,24 @@ mas_status launch_uniform(const LLParams &lp, int64_t G, const DeviceInfo *dev,
 }
 
 /* Does the one-Gaussian-a-state kernel (loglik_items.cuh) take this call?
- * No offsets, no best, coefficient rows 16-byte aligned (the copies) and
- * the shared memory for 2J. */
+ * No offsets, no best, copyable coefficients and the shared memory for 2J. */
 bool items_fit(const LLParams &p, const DeviceInfo *dev) {
-    if (p.offsets || p.best) return false;
-    if (p.cs2 != 1 || p.cs1 % 4 != 0 || p.cs0 % 4 != 0 || (uintptr_t)p.coef % 16 != 0) return false;
-    if (p.J > 4096 || p.M >= ((int64_t)1 << 31)) return false; /* 32-bit offsets in a unit */
-    const int kp = (int)((2 * p.J + kItRows - 1) / kItRows * kItRows);
-    return items_smem(kp) + 1024 <= (size_t)dev->smem_optin;
+    if (p.offsets || p.best || !copies_fit(p)) return false;
+    return items_smem(items_kp(p.J)) + 1024 <= (size_t)dev->smem_optin;
 }
 
 template <typename TX>
 mas_status launch_items(const LLParams &lp, const DeviceInfo *dev, cudaStream_t stream) {
     ItemsParams p;
     p.l = lp;
-    p.kp = (int)((2 * lp.J + kItRows - 1) / kItRows * kItRows);
+    p.kp = items_kp(lp.J);
     auto kernel = loglik_items<TX>;
     const size_t smem = items_smem(p.kp);
     static KernelCache cache;
     mas_status st = ensure_smem(cache, kernel, *dev, smem);
     if (st != MAS_OK) return st;
-    /* two blocks a multiprocessor, units of whole chunks of 128 states
-     * (16-byte aligned copies), enough of them for every slot */
-    p.l.ftiles = (lp.N + kUniFrames - 1) / kUniFrames;
-    const int64_t slots = 2 * (int64_t)dev->sms;
-    const int64_t chunks = (lp.n_states + kUniGauss - 1) / kUniGauss;
-    int64_t ranges = (slots + lp.B * p.l.ftiles - 1) / (lp.B * p.l.ftiles);
-    if (ranges > chunks) ranges = chunks;
-    if (ranges < 1) ranges = 1;
-    p.spr = (chunks + ranges - 1) / ranges * kUniGauss;
-    p.ranges = (lp.n_states + p.spr - 1) / p.spr;
-    const int64_t units = lp.B * p.l.ftiles * p.ranges;
-    const int64_t grid = units < slots ? units : slots;
+    /* ranges of whole chunks of 128 states: 16-byte aligned copies */
+    const int64_t grid = plan_units(p.l, kUniGauss, dev, &p.ranges, &p.spr);
     kernel<<<(unsigned)grid, kUniThreads, smem, stream>>>(p);
     return cudaGetLastError() == cudaSuccess ? MAS_OK : MAS_ERR_CUDA;
 }

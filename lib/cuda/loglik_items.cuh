@@ -37,6 +37,9 @@ struct ItemsParams {
     int64_t ranges, spr;  /* units: B x ranges x l.ftiles; spr states a range */
 };
 
+/* 2J rounded up to whole slices */
+__host__ __device__ inline int items_kp(int64_t J) { return (int)((2 * J + kItRows - 1) / kItRows * kItRows); }
+
 /* Shared memory: the e tile [KP][frames], the ring [stages][rows][128] and
  * K of three chunks [stages][128] (chunk c's K is copied two slices before
  * its first, which with one slice a chunk is during chunk c - 2). */
@@ -138,6 +141,10 @@ __global__ void __launch_bounds__(kUniThreads, 2) loglik_items(ItemsParams p) {
 #pragma unroll
                         for (int i = 0; i < 8; i++) acc[i][j] = kv[j];
                 }
+                /* the rows as loglik_uniform.cuh's simt_rows multiplies them,
+                 * written out here (and the zeros above not by ll_zero):
+                 * through those helpers ptxas spilled this kernel at 128
+                 * registers (48-88 bytes) */
                 const float *ep = e_s + slice * kItRows * kUniFrames + tf * 4;
                 const float *cp = ring + (q % kItStages) * kItRows * kUniGauss + tg * 4;
 #pragma unroll

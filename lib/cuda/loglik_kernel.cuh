@@ -92,17 +92,6 @@ __device__ __forceinline__ float ll_log(float x) { return __logf(x); }
 /* e^x for x <= 0 in a log-sum: ex2.approx, flushing results under 2^-126 */
 __device__ __forceinline__ float ll_fast_exp(float x) { return __expf(x); }
 __device__ __forceinline__ double ll_fast_exp(double x) { return exp(x); }
-/* max that returns NaN when either is NaN */
-__device__ __forceinline__ float ll_max_nan(float a, float b) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    float r;
-    asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
-    return r;
-#else
-    return (b > a || b != b) ? b : a; /* max.NaN is sm_80's */
-#endif
-}
-__device__ __forceinline__ double ll_max_nan(double a, double b) { return (b > a || b != b) ? b : a; }
 __device__ __forceinline__ float shfl_xor_acc(float v, int o) { return __shfl_xor_sync(kFullMask, v, o); }
 __device__ __forceinline__ double shfl_xor_acc(double v, int o) { return __shfl_xor_sync(kFullMask, v, o); }
 __device__ __forceinline__ double ll_log(double x) { return log(x); }
@@ -519,11 +508,11 @@ __global__ void __launch_bounds__(kLLThreads, 1) loglik_kernel(LLParams p) {
                             int k = lo;
                             for (; k + 4 <= hi; k += 4)
 #pragma unroll
-                                for (int u = 0; u < 4; u++) m4[u] = ll_max_nan(m4[u], row[k + u]);
-                            for (; k < hi; k++) m4[0] = ll_max_nan(m4[0], row[k]);
-                            m = ll_max_nan(ll_max_nan(m4[0], m4[1]), ll_max_nan(m4[2], m4[3]));
+                                for (int u = 0; u < 4; u++) m4[u] = guard_max(m4[u], row[k + u]);
+                            for (; k < hi; k++) m4[0] = guard_max(m4[0], row[k]);
+                            m = guard_max(guard_max(m4[0], m4[1]), guard_max(m4[2], m4[3]));
 #pragma unroll
-                            for (int o = 1; o < H; o <<= 1) m = ll_max_nan(m, shfl_xor_acc(m, o));
+                            for (int o = 1; o < H; o <<= 1) m = guard_max(m, shfl_xor_acc(m, o));
                         }
                         const bool take = run_best < 0 || m > run_m || (m != m && run_m == run_m);
                         if (!p.max_mode) {

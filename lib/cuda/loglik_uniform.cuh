@@ -114,7 +114,7 @@ __device__ __forceinline__ float uni_value(float m, float l) {
 template <int N> __device__ __forceinline__ float uni_max(const float *v) {
     float m = v[0];
 #pragma unroll
-    for (int k = 1; k < N; k++) m = ll_max_nan(m, v[k]);
+    for (int k = 1; k < N; k++) m = guard_max(m, v[k]);
     return m;
 }
 template <int N> __device__ __forceinline__ float uni_sum_exp(const float *v, float m) {
@@ -127,7 +127,7 @@ template <int N> __device__ __forceinline__ float uni_sum_exp(const float *v, fl
 /* ... over the lanes xor 1, 2, ..< L as well (L a power of two <= 16) */
 template <int L> __device__ __forceinline__ float uni_lanes_max(float m) {
 #pragma unroll
-    for (int o = 1; o < L; o <<= 1) m = ll_max_nan(m, __shfl_xor_sync(kFullMask, m, o));
+    for (int o = 1; o < L; o <<= 1) m = guard_max(m, __shfl_xor_sync(kFullMask, m, o));
     return m;
 }
 template <int L> __device__ __forceinline__ float uni_lanes_sum(float l, float m) {
@@ -184,6 +184,45 @@ __device__ __forceinline__ void uni_fill_e(float *e_s, int KP, int J, const TX *
     }
 }
 
+/* SIMT: thread (tf, tg) of the 16 x 16 grid holds acc[i][j] for frame
+ * tf*4 + i (+ 64 - 4 for i >= 4) and column tg*4 + j (likewise). */
+
+/* The accumulators start at row 0 (K) of the coefficients: krow[128];
+ * columns >= ng at -inf. */
+__device__ __forceinline__ void simt_start(float (&acc)[8][8], const float *krow, int tg, int ng) {
+    const float4 ka = *(const float4 *)(krow + tg * 4);
+    const float4 kb = *(const float4 *)(krow + 64 + tg * 4);
+    const float kv[8] = {ka.x, ka.y, ka.z, ka.w, kb.x, kb.y, kb.z, kb.w};
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+        const int c = (j < 4 ? 0 : 64 - 4) + tg * 4 + j;
+        const float k = c < ng ? kv[j] : -INFINITY;
+#pragma unroll
+        for (int i = 0; i < 8; i++) acc[i][j] = k;
+    }
+}
+
+/* acc += e row x coefficient row, for N rows: ep the thread's frames in
+ * the first e row (rows kUniFrames apart), cp its columns in the first
+ * coefficient row (rows LDC apart). Four 16-byte shared loads a row feed
+ * 64 fmas, in the order of mas.h's chain. */
+template <int N, int LDC>
+__device__ __forceinline__ void simt_rows(float (&acc)[8][8], const float *ep, const float *cp) {
+#pragma unroll
+    for (int k = 0; k < N; k++) {
+        const float4 ea = *(const float4 *)(ep + k * kUniFrames);
+        const float4 eb = *(const float4 *)(ep + k * kUniFrames + 64);
+        const float4 ca = *(const float4 *)(cp + k * LDC);
+        const float4 cb = *(const float4 *)(cp + k * LDC + 64);
+        const float ev[8] = {ea.x, ea.y, ea.z, ea.w, eb.x, eb.y, eb.z, eb.w};
+        const float cv[8] = {ca.x, ca.y, ca.z, ca.w, cb.x, cb.y, cb.z, cb.w};
+#pragma unroll
+        for (int i = 0; i < 8; i++)
+#pragma unroll
+            for (int j = 0; j < 8; j++) acc[i][j] = ll_fma(ev[i], cv[j], acc[i][j]);
+    }
+}
+
 /* TPS: 8-column tiles a state covers within 64 columns (G / 8, at most 8).
  * TC: the tensor cores, else the fma chain on CUDA cores. */
 template <typename TX, int TPS, bool TC>
@@ -216,21 +255,15 @@ __global__ void __launch_bounds__(kUniThreads, 2) loglik_uniform(UniParams p) {
         for (int64_t s = s_a + tid; s <= s_b; s += kUniThreads)
             if (lp.offsets[s] != s * (int64_t)G) ok = false;
         ok = __syncthreads_and(ok);
-        auto zero = [&](int64_t fa, int64_t fb, int64_t sa, int64_t sb) {
-            const int64_t nf = fb - fa, ns = sb - sa;
-            if (nf <= 0 || ns <= 0) return;
-            for (int64_t k = tid; k < nf * ns; k += kUniThreads)
-                out[b * lp.os0 + (fa + k / ns) * lp.os1 + (sa + k % ns) * lp.os2] = 0.0f;
-        };
         if (!ok) {
             if (ftile == 0 && tid == 0) report_error(lp.error_word, -1, MAS_ERR_BAD_ARGUMENT);
-            zero(f0, f_end, s_a, s_b);
+            ll_zero<float>(lp, b, f0, f_end, s_a, s_b);
             continue;
         }
         const int64_t s_end = min(s_b, max(sl, s_a));    /* states computed: [s_a, s_end) */
         const int64_t f_valid = min(f_end, max(nl, f0)); /* frames computed: [f0, f_valid) */
-        zero(f0, f_end, s_end, s_b);
-        zero(f_valid, f_end, s_a, s_end);
+        ll_zero<float>(lp, b, f0, f_end, s_end, s_b);
+        ll_zero<float>(lp, b, f_valid, f_end, s_a, s_end);
         if (f_valid == f0 || s_end == s_a) continue;
         const int nf = (int)(f_valid - f0);
 
@@ -366,36 +399,12 @@ __global__ void __launch_bounds__(kUniThreads, 2) loglik_uniform(UniParams p) {
                     }
                 }
             } else {
-                /* acc[i][j]: frame FI(i) = tf*4 + i (+ 64 - 4 for i >= 4),
-                 * Gaussian GJ(j) likewise with tg; they start at K */
+                /* acc[i][j] (simt_start); they start at K */
                 float acc[8][8];
-                {
-                    const float4 ka = *(const float4 *)(c_s + tg * 4);
-                    const float4 kb = *(const float4 *)(c_s + 64 + tg * 4);
-                    const float kv[8] = {ka.x, ka.y, ka.z, ka.w, kb.x, kb.y, kb.z, kb.w};
-#pragma unroll
-                    for (int j = 0; j < 8; j++) {
-                        const int c = (j < 4 ? 0 : 64 - 4) + tg * 4 + j;
-                        const float k = c < ng ? kv[j] : -INFINITY;
-#pragma unroll
-                        for (int i = 0; i < 8; i++) acc[i][j] = k;
-                    }
-                }
+                simt_start(acc, c_s, tg, ng);
                 const float *ep = e_s + tf * 4, *cp = c_s + kUniLdc + tg * 4;
                 for (int kk = 0; kk < KP; kk += 8) {
-#pragma unroll
-                    for (int k = 0; k < 8; k++) {
-                        const float4 ea = *(const float4 *)(ep + k * kUniFrames);
-                        const float4 eb = *(const float4 *)(ep + k * kUniFrames + 64);
-                        const float4 ca = *(const float4 *)(cp + k * kUniLdc);
-                        const float4 cb = *(const float4 *)(cp + k * kUniLdc + 64);
-                        const float ev[8] = {ea.x, ea.y, ea.z, ea.w, eb.x, eb.y, eb.z, eb.w};
-                        const float cv[8] = {ca.x, ca.y, ca.z, ca.w, cb.x, cb.y, cb.z, cb.w};
-#pragma unroll
-                        for (int i = 0; i < 8; i++)
-#pragma unroll
-                            for (int j = 0; j < 8; j++) acc[i][j] = ll_fma(ev[i], cv[j], acc[i][j]);
-                    }
+                    simt_rows<8, kUniLdc>(acc, ep, cp);
                     ep += 8 * kUniFrames;
                     cp += 8 * kUniLdc;
                 }
