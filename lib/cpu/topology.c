@@ -12,7 +12,8 @@
  * other final state n-d through its skip edge (the final weight), which is
  * why both topologies with a second final state put it at distance d-1.
  * alpha' then holds e(t,s) + the paths from (t,s) to the end, so
- *   gamma(t,s) = exp(alpha(t,s) + alpha'(t',s') - e(t,s) - log_z).
+ *   gamma(t,s) = exp(alpha(t,s) + alpha'(t',s') - e(t,s) - log_z),
+ * then divided by its frame's sum over s (1 but for rounding: combine).
  * Items run in parallel, one per thread. A hard call given less than the
  * unbounded workspace runs checkpointed (longform.h): the same bits,
  * segment by segment. */
@@ -606,32 +607,66 @@ static void emission_row(const mas_topo_args *a, const topo_item *it, int64_t s,
 }
 
 /* g[t] = exp(alpha[t] + beta~[S-1-t] - ev[t] - log_z), 0 where alpha or
- * beta~ is -inf (no path crosses the cell); the exponent, a log probability,
- * clamped to <= 0 against rounding. */
+ * beta~ is -inf (no path crosses the cell), and tot[t] += g[t]: the
+ * posterior before each frame is normalised by its sum. Not clamped: the
+ * exponent exceeds 0 only by log Z's rounding drift (sm_exp_nonpos holds
+ * to 87). */
 SOFT_CLONES static void gamma_row_f32(const float *al, const float *be_last, const float *ev,
-                                      float lz, int64_t S, float *g) {
+                                      float lz, int64_t S, float *g, float *tot) {
     for (int64_t t = 0; t < S; t++) {
         float a = al[t], e = be_last[-t];
         float x = a + e - ev[t] - lz;
-        x = x > 0 ? 0 : x;
         x = (a == -INFINITY || e == -INFINITY) ? -INFINITY : x;
         g[t] = sm_exp_nonpos(x);
+        tot[t] += g[t];
     }
 }
 
 static void gamma_row_f64(const double *al, const double *be_last, const double *ev,
-                          double lz, int64_t S, double *g) {
+                          double lz, int64_t S, double *g, double *tot) {
     for (int64_t t = 0; t < S; t++) {
         double a = al[t], e = be_last[-t];
-        double x = a + e - ev[t] - lz;
-        x = x > 0 ? 0 : x;
-        g[t] = (a == -INFINITY || e == -INFINITY) ? 0 : exp(x);
+        g[t] = (a == -INFINITY || e == -INFINITY) ? 0 : exp(a + e - ev[t] - lz);
+        tot[t] += g[t];
+    }
+}
+
+/* The frame sums into their reciprocals, in place (0 for a sum of 0). */
+static void recip_row(void *tot, int32_t accum, int64_t S) {
+    for (int64_t t = 0; t < S; t++) {
+        if (accum == MAS_FLOAT32) {
+            float *x = (float *)tot + t;
+            *x = *x > 0 ? 1.0f / *x : 0.0f;
+        } else {
+            double *x = (double *)tot + t;
+            *x = *x > 0 ? 1.0 / *x : 0.0;
+        }
+    }
+}
+
+/* post[b, s, t] *= inv[t] for t < S. */
+SOFT_CLONES static void scale_row(const mas_tensor3 *post, int64_t b, int64_t s, const void *inv,
+                                  int32_t accum, int64_t S) {
+    if (accum == MAS_FLOAT32 && post->stride[2] == 1) {
+        float *p = (float *)soft_at(post, b, s, 0);
+        const float *f = (const float *)inv;
+        for (int64_t t = 0; t < S; t++) p[t] *= f[t];
+        return;
+    }
+    for (int64_t t = 0; t < S; t++) {
+        void *x = soft_at(post, b, s, t);
+        if (accum == MAS_FLOAT32) *(float *)x *= ((const float *)inv)[t];
+        else *(double *)x *= ((const double *)inv)[t];
     }
 }
 
 /* gamma(t,s) of a swept item into the posterior and / or the gradient, state
- * by state; the edge and skip-edge buffers (free after the sweeps, at least
- * S values each) hold a row of gamma and of emissions. */
+ * by state, then each frame scaled by 1 / its sum: in exact arithmetic the
+ * sum is 1 (every path is in one state a frame), in floating point it is
+ * off by log Z's rounding drift along the sweeps (~1e-2 in float32 at
+ * S = 1500), which would otherwise be the posterior's error. The edge and
+ * skip-edge buffers (free after the sweeps, at least S and 8 S values)
+ * hold a row of gamma, of emissions and the frame sums. */
 static void combine(const topo_call *c, topo_item *it, double log_z) {
     const mas_topo_soft_outputs *o = c->soft;
     int64_t n = it->n, S = it->S;
@@ -639,16 +674,18 @@ static void combine(const topo_call *c, topo_item *it, double log_z) {
     const mas_tensor3 *grad = o->grad.data ? &o->grad : NULL;
     size_t as = soft_accum_size(c->accum);
     void *g = it->edge, *ev = it->skip_edge;
+    void *tot = (uint8_t *)it->skip_edge + (size_t)MAS_ALIGN_UP(S, 16) * as;
+    soft_fill(tot, c->accum, S, 0.0);
     for (int64_t s = 0; s < n; s++) {
         emission_row(c->a, it, s, ev, c->accum);
         const uint8_t *al = (const uint8_t *)it->alpha + (size_t)(s * S) * as;
         const uint8_t *be = (const uint8_t *)it->beta + (size_t)((n - 1 - s) * S + S - 1) * as;
         if (c->accum == MAS_FLOAT64)
             gamma_row_f64((const double *)al, (const double *)be, (const double *)ev, log_z, S,
-                          (double *)g);
+                          (double *)g, (double *)tot);
         else
             gamma_row_f32((const float *)al, (const float *)be, (const float *)ev, (float)log_z,
-                          S, (float *)g);
+                          S, (float *)g, (float *)tot);
         if (post) {
             if (c->accum == MAS_FLOAT32 && post->stride[2] == 1)
                 memcpy(soft_at(post, it->b, s, 0), g, (size_t)S * as);
@@ -663,6 +700,19 @@ static void combine(const topo_call *c, topo_item *it, double log_z) {
                 for (int64_t t = 0; t < S; t++) *(float *)(col + t * step) += ((const float *)g)[t];
             else
                 for (int64_t t = 0; t < S; t++) *(double *)(col + t * step) += ((const double *)g)[t];
+        }
+    }
+    recip_row(tot, c->accum, S);
+    if (post)
+        for (int64_t s = 0; s < n; s++) scale_row(post, it->b, s, tot, c->accum, S);
+    if (grad) {
+        for (int64_t t = 0; t < S; t++) {
+            double inv = soft_load(tot, c->accum, t);
+            for (int64_t v = 0; v < grad->dim[2]; v++) {
+                void *x = soft_at(grad, it->b, t, v);
+                if (c->accum == MAS_FLOAT32) *(float *)x *= (float)inv;
+                else *(double *)x *= inv;
+            }
         }
     }
 }

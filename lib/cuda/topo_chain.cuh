@@ -65,6 +65,8 @@ struct TopoArgs {
     int32_t *path;  /* hard: [B][frames] */
     int32_t *span_ws; /* hard: [B][tokens][2] */
     void *alpha;    /* soft: [B][frames][n_max], accumulator type */
+    void *mid;      /* soft: [B][n_max], the forward's column at the meeting frame */
+    int *half_bad;  /* soft: [B][2], each half's NaN/+inf flag */
     /* hard outputs (NULL: not wanted) */
     int32_t *state_ids;
     int64_t state_ids_stride;

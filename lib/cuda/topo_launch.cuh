@@ -45,7 +45,27 @@ mas_status topo_pipe_type(const TopoArgs &t, const PipePlan &p, int64_t B, const
 template <int J, typename TV>
 static mas_status launch_one(bool soft, const TopoArgs &t, int64_t B, int threads,
                              size_t smem, const DeviceInfo &dev, cudaStream_t stream) {
-    if (soft) {
+    if (soft && (t.post || t.grad)) {
+        /* two blocks an item, two phases (topo_sweep.cuh) */
+        static KernelCache cache_one, cache_two;
+        auto one = topo_soft_half<TV, J, 1>;
+        auto two = topo_soft_half<TV, J, 2>;
+        mas_status st = ensure_smem(cache_one, one, dev, smem);
+        if (st == MAS_OK) st = ensure_smem(cache_two, two, dev, smem);
+        if (st != MAS_OK) return st;
+        one<<<(unsigned)(2 * B), threads, smem, stream>>>(t);
+        two<<<(unsigned)(2 * B), threads, smem, stream>>>(t);
+        using TA = typename AccOf<TV>::type;
+        const unsigned items = (unsigned)(B < 65535 ? B : 65535);
+        if (t.post) {
+            const dim3 grid((unsigned)((t.frames + 255) / 256), items);
+            topo_normalize_post<TA><<<grid, 256, 0, stream>>>(t, B);
+        }
+        if (t.grad) {
+            const dim3 grid((unsigned)((t.frames + 7) / 8), items);
+            topo_normalize_grad<TA><<<grid, 256, 0, stream>>>(t, B);
+        }
+    } else if (soft) {
         static KernelCache cache_soft;
         auto kernel = topo_forward_sum<TV, J>;
         mas_status st = ensure_smem(cache_soft, kernel, dev, smem);

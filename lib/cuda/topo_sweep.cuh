@@ -26,9 +26,10 @@
  * Hard: one decision bit per cell and edge (move, skip) in the workspace;
  * warp 0 then walks back a run of frames at a time through windows of 32
  * frames' words staged in shared memory (topo_walk), and the block writes
- * the outputs. Soft: the forward
- * stores every score; the reversed sweep combines them into the posterior
- * and the gradient of the log-probs (summed per label in shared memory). */
+ * the outputs. Soft: log Z alone is one forward; the posterior and the
+ * gradient of the log-probs (summed per label in shared memory) take two
+ * blocks an item that sweep from both ends and meet in the middle
+ * (topo_soft_half). */
 #ifndef MAS_CUDA_TOPO_SWEEP_CUH
 #define MAS_CUDA_TOPO_SWEEP_CUH
 
@@ -39,18 +40,46 @@
 
 namespace mas_cuda {
 
+/* The frames of one sweep: sweep frames [tb, te) (reversed: frame
+ * t = S-1-tau), starting from `start` (the column before frame tb, by
+ * original state) or from the virtual start (NULL; tb = 0). MODE_ALPHA
+ * writes frame te-1's scores to `tail` (by original state) instead of
+ * a.alpha when it is set. */
+template <typename TA> struct SweepSpan {
+    int tb, te;
+    const TA *start;
+    TA *tail;
+};
+
+/* A cell's posterior before its frame is normalised (topo_normalize_*),
+ * from the scores of both directions (each holding the cell's emission
+ * once) and an estimate of log Z: not clamped, as the ratios within a frame
+ * are what counts. */
+template <typename TA>
+__device__ __forceinline__ TA topo_posterior(TA al, TA q, TA cell, TA log_z) {
+    if (al == neg_inf<TA>() || q == neg_inf<TA>()) return (TA)0;
+    return soft_exp(al + q - cell - log_z);
+}
+
+/* 1 / x correctly rounded (the CPU's 1 / x). */
+__device__ __forceinline__ float topo_recip(float x) { return __frcp_rn(x); }
+__device__ __forceinline__ double topo_recip(double x) { return __drcp_rn(x); }
+
 /* One sweep over the item. REV: states and frames reversed, with the
  * reversed edges (stay'[u] = stay[s], move'[u] = move[s+1], skip'[u] =
  * skip[s+d], the second final state entered from the virtual start).
  * Leaves the last frame's column in the returned buffer; returns 1 (every
  * thread) when a read cell was NaN or +inf.
  *   MODE_BITS: max-plus, decision bits to a.bits.
- *   MODE_ALPHA: log-plus, every score to a.alpha.
- *   MODE_COMBINE: log-plus reversed, posterior / gradient from a.alpha.
+ *   MODE_ALPHA: log-plus, every score to a.alpha (by original frame and
+ *     state).
+ *   MODE_COMBINE: log-plus, posterior / gradient with the other
+ *     direction's scores from a.alpha.
  *   MODE_NONE: scores only (log Z). */
 
 template <typename TV, typename SEMI, int J, bool REV, int MODE, bool SKIP, bool PIPE>
 __device__ int topo_sweep_impl(const TopoArgs &a, const TopoItem &it, int slab,
+                               const SweepSpan<typename AccOf<TV>::type> &span,
                                typename AccOf<TV>::type *col0, typename AccOf<TV>::type *col1,
                                typename AccOf<TV>::type log_z, typename AccOf<TV>::type *gsum,
                                typename AccOf<TV>::type **last) {
@@ -60,10 +89,9 @@ __device__ int topo_sweep_impl(const TopoArgs &a, const TopoItem &it, int slab,
     /* int32 in the frame loop: the host keeps frames and states < 2^31 */
     const int n = (int)it.n, S = (int)it.S, d = it.d, width = (int)(it.S - it.n);
     const int64_t b = it.b;
-    /* This block's states [u0, u0 + J*BD) and frames [tb, te). */
+    /* This block's states [u0, u0 + J*BD) and sweep frames [tb, te). */
     const int u0 = PIPE ? slab * a.pipe.states : 0;
-    const int tb = PIPE ? a.pipe.t_begin : 0;
-    const int te = PIPE ? (a.pipe.t_end < S ? a.pipe.t_end : S) : S;
+    const int tb = span.tb, te = span.te < S ? span.te : S;
     /* Per state: weights, emission row and original state; the emission of
      * the next frame to load (a running pointer, `step` elements a frame)
      * and, when combining, the forward's score likewise. */
@@ -98,7 +126,7 @@ __device__ int topo_sweep_impl(const TopoArgs &a, const TopoItem &it, int slab,
             wsk[j] = (TA)sk;
             row[j] = (int)topo_row(a, it, s);
             orig[j] = (int)s;
-            const int64_t t0 = REV ? S - 1 : tb;
+            const int64_t t0 = REV ? S - 1 - tb : tb;
             ep[j] = (const TV *)a.e + b * a.es0 +
                     (a.gathered ? t0 * a.es1 + row[j] * a.es2 : s * a.es1 + t0 * a.es2);
             ap[j] = (const TA *)a.alpha + (b * a.frames + t0) * a.n_max + s;
@@ -112,12 +140,12 @@ __device__ int topo_sweep_impl(const TopoArgs &a, const TopoItem &it, int slab,
     if (MODE == MODE_COMBINE && gsum)
         for (int64_t v = tid; v < 2 * a.V; v += BD) gsum[v] = (TA)0;
     __syncthreads();
-    if (PIPE && tb > 0) {
-        /* a checkpoint: every state of the slab and the kTopoPad below it */
-        const TA *ck = (const TA *)a.pipe.ckpt_in + b * a.n_max;
+    if (span.start) {
+        /* the column before frame tb: every state of the slab and the
+         * kTopoPad below it */
         for (int q = tid; q < stride; q += BD) {
-            const int s = u0 - kTopoPad + q;
-            if (s >= 0 && s < n) col0[q] = ck[s];
+            const int u = u0 - kTopoPad + q;
+            if (u >= 0 && u < n) col0[q] = span.start[REV ? n - 1 - u : u];
         }
     } else if (tid == 0 && u0 == 0) {
         col0[kTopoPad - 1] = (TA)0; /* the virtual start */
@@ -172,7 +200,8 @@ __device__ int topo_sweep_impl(const TopoArgs &a, const TopoItem &it, int slab,
         for (int j = 0; j < J; ++j) {
             const int u = u0 + tid + j * BD;
             ring[j][f] = readable(u, tb + f) ? widen(ep[j][f * estep]) : neg_inf<TA>();
-            if (MODE == MODE_COMBINE) aring[j][f] = u < n && f < S ? ap[j][f * astep] : neg_inf<TA>();
+            if (MODE == MODE_COMBINE)
+                aring[j][f] = u < n && tb + f < S ? ap[j][f * astep] : neg_inf<TA>();
         }
 #pragma unroll
     for (int j = 0; j < J; ++j) {
@@ -184,7 +213,6 @@ __device__ int topo_sweep_impl(const TopoArgs &a, const TopoItem &it, int slab,
     TA *prev = col0, *cur = col1;
     uint32_t *bits_t = a.bits + (b * a.bits_frames + (REV ? S - 1 : 0)) * a.words * 2;
     const int64_t bits_step = (REV ? -2 : 2) * a.words;
-    TA *alpha_t = (TA *)a.alpha + (b * a.frames) * a.n_max;
     const int blank_row = a.has_blank ? a.blank : -1;
 #pragma unroll 1
     for (int t0 = tb; t0 < te; t0 += kTopoAhead) {
@@ -236,11 +264,10 @@ __device__ int topo_sweep_impl(const TopoArgs &a, const TopoItem &it, int slab,
                     const int wi = u0 / 32 + (j * BD) / 32 + warp;
                     if (lane == 0 && wi < a.words) *(uint2 *)(bits_t + 2 * wi) = make_uint2(wm, ws);
                 } else if (MODE == MODE_ALPHA) {
-                    if (live) alpha_t[u] = q;
+                    if (live) *(span.tail && tau == te - 1 ? span.tail + orig[j] : (TA *)ap[j]) = q;
+                    ap[j] += astep;
                 } else if (MODE == MODE_COMBINE) {
-                    TA x = al + q - cell - log_z;
-                    x = x > (TA)0 ? (TA)0 : x;
-                    const TA g = (!live || al == neg_inf<TA>() || q == neg_inf<TA>()) ? (TA)0 : soft_exp(x);
+                    const TA g = live ? topo_posterior(al, q, cell, log_z) : (TA)0;
                     if (a.post && live) {
                         const int t = REV ? S - 1 - tau : tau;
                         ((TA *)a.post)[b * a.ps0 + orig[j] * a.ps1 + t * a.ps2] = g;
@@ -259,12 +286,11 @@ __device__ int topo_sweep_impl(const TopoArgs &a, const TopoItem &it, int slab,
                 }
             }
             if (MODE == MODE_BITS) bits_t += bits_step;
-            if (MODE == MODE_ALPHA) alpha_t += a.n_max;
-            if (MODE == MODE_COMBINE && gsum && tau > 0) {
+            if (MODE == MODE_COMBINE && gsum && tau > tb) {
                 /* the previous frame's sums are complete (barrier below) */
-                const int t = REV ? S - 1 - tau : tau;
+                const int t = REV ? S - tau : tau - 1;
                 TA *gs = gsum + ((tau - 1) & 1) * a.V;
-                TA *out = (TA *)a.grad + b * a.gs0 + (int64_t)(t + 1) * a.gs1;
+                TA *out = (TA *)a.grad + b * a.gs0 + (int64_t)t * a.gs1;
                 for (int64_t v = tid; v < a.V; v += BD) {
                     out[v * a.gs2] = gs[v];
                     gs[v] = (TA)0;
@@ -311,9 +337,11 @@ __device__ int topo_sweep_impl(const TopoArgs &a, const TopoItem &it, int slab,
             cur = tmp;
         }
     }
-    if (MODE == MODE_COMBINE && gsum) {
-        TA *gs = gsum + ((S - 1) & 1) * a.V;
-        TA *out = (TA *)a.grad + b * a.gs0; /* frame 0 */
+    if (MODE == MODE_COMBINE && gsum && te > tb) {
+        /* the last frame's sums */
+        const int t = REV ? S - te : te - 1;
+        TA *gs = gsum + ((te - 1) & 1) * a.V;
+        TA *out = (TA *)a.grad + b * a.gs0 + (int64_t)t * a.gs1;
         for (int64_t v = tid; v < a.V; v += BD) out[v * a.gs2] = gs[v];
     }
     *last = prev;
@@ -323,15 +351,16 @@ __device__ int topo_sweep_impl(const TopoArgs &a, const TopoItem &it, int slab,
 /* The sweep with or without skip edges (a compile-time choice: the
  * three-way cell and the band test cost instructions every frame). */
 template <typename TV, typename SEMI, int J, bool REV, int MODE, bool PIPE = false>
-__device__ int topo_sweep(const TopoArgs &a, const TopoItem &it, typename AccOf<TV>::type *col0,
-                          typename AccOf<TV>::type *col1, typename AccOf<TV>::type log_z,
-                          typename AccOf<TV>::type *gsum, typename AccOf<TV>::type **last,
-                          int slab = 0) {
+__device__ int topo_sweep(const TopoArgs &a, const TopoItem &it,
+                          const SweepSpan<typename AccOf<TV>::type> &span,
+                          typename AccOf<TV>::type *col0, typename AccOf<TV>::type *col1,
+                          typename AccOf<TV>::type log_z, typename AccOf<TV>::type *gsum,
+                          typename AccOf<TV>::type **last, int slab = 0) {
     if (it.d)
-        return topo_sweep_impl<TV, SEMI, J, REV, MODE, true, PIPE>(a, it, slab, col0, col1, log_z,
-                                                                   gsum, last);
-    return topo_sweep_impl<TV, SEMI, J, REV, MODE, false, PIPE>(a, it, slab, col0, col1, log_z,
-                                                                gsum, last);
+        return topo_sweep_impl<TV, SEMI, J, REV, MODE, true, PIPE>(a, it, slab, span, col0, col1,
+                                                                   log_z, gsum, last);
+    return topo_sweep_impl<TV, SEMI, J, REV, MODE, false, PIPE>(a, it, slab, span, col0, col1,
+                                                                log_z, gsum, last);
 }
 
 /* The final states' total (the CPU's final_total) from the scores of state
@@ -586,8 +615,10 @@ __global__ void __launch_bounds__(512) topo_pipe_sweep(TopoArgs a) {
      * (and nobody waits on them) */
     if ((int64_t)slab * a.pipe.states >= it.n || a.pipe.t_begin >= it.S) return;
     TA *last = nullptr;
-    const int bad = topo_sweep<TV, MaxPlus, J, false, MODE_BITS, true>(a, it, col0, col1, (TA)0,
-                                                                        nullptr, &last, slab);
+    SweepSpan<TA> span = {a.pipe.t_begin, a.pipe.t_end, nullptr, nullptr};
+    if (a.pipe.t_begin > 0) span.start = (const TA *)a.pipe.ckpt_in + b * a.n_max;
+    const int bad = topo_sweep<TV, MaxPlus, J, false, MODE_BITS, true>(a, it, span, col0, col1,
+                                                                        (TA)0, nullptr, &last, slab);
     if (bad && threadIdx.x == 0 && a.pipe.bad) atomicOr(&a.pipe.bad[b], 1);
 }
 
@@ -641,59 +672,215 @@ __global__ void __launch_bounds__(256) topo_pipe_emit(TopoArgs a) {
     topo_outputs<TV>(a, it, status, status == MAS_OK ? a.pipe.score[b] : 0);
 }
 
-/* Forward-sum: log Z, then (when wanted) the reversed sweep's posterior and
- * gradient; everything beyond the lengths written as zeros. */
+/* Forward-sum, log Z only: the forward's scores, the final states' total. */
 template <typename TV, int J>
 __global__ void __launch_bounds__(kTopoMaxThreads) topo_forward_sum(TopoArgs a) {
     using TA = typename AccOf<TV>::type;
     extern __shared__ __align__(16) unsigned char smem[];
-    __shared__ int s_status;
-    __shared__ double s_log_z;
-    const int BD = blockDim.x, tid = threadIdx.x;
     const int64_t b = blockIdx.x;
-    const int64_t stride = kTopoPad + (int64_t)J * BD;
+    const int64_t stride = kTopoPad + (int64_t)J * blockDim.x;
     TA *col0 = (TA *)smem, *col1 = col0 + stride;
-    TA *gsum = a.grad ? col1 + stride : nullptr;
-    const bool want = a.post || a.grad;
-
     TopoItem it;
     int status = topo_check_item(a, b, &it);
+    double lz = -INFINITY;
     if (status == MAS_OK) {
         TA *last = nullptr;
-        int bad = want ? topo_sweep<TV, LogPlus, J, false, MODE_ALPHA>(a, it, col0, col1, (TA)0,
-                                                                        nullptr, &last)
-                       : topo_sweep<TV, LogPlus, J, false, MODE_NONE>(a, it, col0, col1, (TA)0,
-                                                                          nullptr, &last);
-        if (tid == 0) {
-            int64_t unused;
-            double lz = topo_final<TA, false>(it, last, &unused);
-            if (sizeof(TA) == 4) lz = (double)(float)lz;
-            if (lz != lz) lz = INFINITY; /* accumulator overflow, as on the CPU (mas.h section 5) */
-            s_status = bad ? MAS_ERR_NONFINITE_VALUE : lz == -INFINITY ? MAS_ERR_NO_FINITE_PATH : MAS_OK;
-            s_log_z = lz;
-        }
-        __syncthreads();
-        status = s_status;
-        if (status == MAS_OK && want)
-            topo_sweep<TV, LogPlus, J, true, MODE_COMBINE>(a, it, col0, col1, (TA)s_log_z, gsum, &last);
+        const SweepSpan<TA> span = {0, (int)it.S, nullptr, nullptr};
+        const int bad = topo_sweep<TV, LogPlus, J, false, MODE_NONE>(a, it, span, col0, col1, (TA)0,
+                                                                     nullptr, &last);
+        int64_t unused;
+        lz = topo_final<TA, false>(it, last, &unused);
+        if (sizeof(TA) == 4) lz = (double)(float)lz;
+        if (lz != lz) lz = INFINITY; /* accumulator overflow, as on the CPU (mas.h section 5) */
+        status = bad ? MAS_ERR_NONFINITE_VALUE : lz == -INFINITY ? MAS_ERR_NO_FINITE_PATH : MAS_OK;
     }
     if (status != MAS_OK) topo_record_error(a, b, status);
-    if (tid == 0 && a.log_z) topo_store<TA>(a.log_z, b, status == MAS_OK ? s_log_z : -INFINITY);
-    const int64_t n = status == MAS_OK ? it.n : 0, S = status == MAS_OK ? it.S : 0;
-    if (a.post) {
+    if (threadIdx.x == 0) topo_store<TA>(a.log_z, b, status == MAS_OK ? lz : -INFINITY);
+}
+
+/* ---- posterior and gradient: two blocks an item, meeting in the middle ----
+ *
+ * The forward and the reversed sweep are independent until they combine,
+ * so an item's two blocks run them at once, each over half the frames,
+ * with m = S/2:
+ *   phase 1: block 0 the forward over frames [0, m] (rows 0..m-1 to
+ *            a.alpha, frame m to a.mid), block 1 the reversed sweep over
+ *            frames [m, S) (rows m..S-1 to a.alpha); each its NaN flag;
+ *   phase 2: both take log Z at frame m (topo_meet_log_z, the same bits in
+ *            both); block 0 goes on forwards from row m-1 over [m, S)
+ *            combining with the reversed rows (and ends at the forward's
+ *            log Z, bit for bit the one-block forward's), block 1 goes on
+ *            reversed from row m over [0, m) combining with the forward
+ *            rows.
+ * Every frame is swept twice as before, but an item's time is about half:
+ * the sweep is a chain of dependent frames (bench/results/topology-gpu-h100.md). */
+
+/* log Z at frame m: the log-sum over the readable states of forward +
+ * reversed score - emission, in float64 and in one fixed order. Block-wide
+ * (every thread gets it); red: 32 doubles of shared memory. */
+template <typename TV>
+__device__ double topo_meet_log_z(const TopoArgs &a, const TopoItem &it, int m, double *red) {
+    using TA = typename AccOf<TV>::type;
+    const int BD = blockDim.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const TA *fw = (const TA *)a.mid + it.b * a.n_max;
+    const TA *rv = (const TA *)a.alpha + (it.b * a.frames + m) * a.n_max;
+    auto term = [&](int64_t s) {
+        if (!topo_readable(it, m, s)) return -(double)INFINITY;
+        const TA f = fw[s], r = rv[s];
+        if (f == neg_inf<TA>() || r == neg_inf<TA>()) return -(double)INFINITY;
+        return (double)f + (double)r - (double)topo_emission<TV>(a, it.b, m, topo_row(a, it, s));
+    };
+    auto block_reduce = [&](double v, bool is_max) {
+        for (int o = 16; o > 0; o >>= 1) {
+            const double w = __shfl_xor_sync(kFullMask, v, o);
+            v = is_max ? fmax(v, w) : v + w;
+        }
+        __syncthreads(); /* red's earlier use is over */
+        if (lane == 0) red[warp] = v;
+        __syncthreads();
+        double r = red[0];
+        for (int w = 1; w < BD / 32; ++w) r = is_max ? fmax(r, red[w]) : r + red[w];
+        return r;
+    };
+    double hi = -INFINITY;
+    for (int64_t s = tid; s < it.n; s += BD) hi = fmax(hi, term(s));
+    hi = block_reduce(hi, true);
+    if (hi == -INFINITY || hi != hi) return hi;
+    double sum = 0;
+    for (int64_t s = tid; s < it.n; s += BD) sum += exp(term(s) - hi);
+    return hi + log(block_reduce(sum, false));
+}
+
+/* Zeros in the posterior (block 0) or the gradient (block 1) beyond
+ * frame S and state n of item b (everything for S = n = 0). */
+template <typename TA>
+__device__ void topo_soft_zeros(const TopoArgs &a, int64_t b, int half, int64_t n, int64_t S) {
+    const int BD = blockDim.x, tid = threadIdx.x;
+    if (half == 0 && a.post) {
         TA *p = (TA *)a.post + b * a.ps0;
         for (int64_t s = 0; s < a.post_rows; ++s) {
             const int64_t from = s < n ? S : 0;
             for (int64_t t = from + tid; t < a.frames; t += BD) p[s * a.ps1 + t * a.ps2] = (TA)0;
         }
-    }
-    if (a.grad) {
+    } else if (half == 1 && a.grad) {
         TA *g = (TA *)a.grad + b * a.gs0;
         const int64_t cells = (a.frames - S) * a.V;
         for (int64_t q = tid; q < cells; q += BD) {
             const int64_t t = S + q / a.V, v = q % a.V;
             g[t * a.gs1 + v * a.gs2] = (TA)0;
         }
+    }
+}
+
+template <typename TV, int J, int PHASE>
+__global__ void __launch_bounds__(kTopoMaxThreads) topo_soft_half(TopoArgs a) {
+    using TA = typename AccOf<TV>::type;
+    extern __shared__ __align__(16) unsigned char smem[];
+    __shared__ double s_red[32];
+    const int tid = threadIdx.x;
+    const int64_t b = blockIdx.x >> 1;
+    const int half = blockIdx.x & 1;
+    const int64_t stride = kTopoPad + (int64_t)J * blockDim.x;
+    TA *col0 = (TA *)smem, *col1 = col0 + stride;
+    TA *rows = (TA *)a.alpha + b * a.frames * a.n_max;
+    TopoItem it;
+    int status = topo_check_item(a, b, &it);
+    const int S = status == MAS_OK ? (int)it.S : 0, m = S / 2;
+    TA *last = nullptr;
+    if (PHASE == 1) {
+        if (status != MAS_OK) return; /* phase 2 reports it */
+        topo_soft_zeros<TA>(a, b, half, it.n, S);
+        int bad;
+        if (half == 0) {
+            const SweepSpan<TA> span = {0, m + 1, nullptr, (TA *)a.mid + b * a.n_max};
+            bad = topo_sweep<TV, LogPlus, J, false, MODE_ALPHA>(a, it, span, col0, col1, (TA)0,
+                                                                nullptr, &last);
+        } else {
+            const SweepSpan<TA> span = {0, S - m, nullptr, nullptr};
+            bad = topo_sweep<TV, LogPlus, J, true, MODE_ALPHA>(a, it, span, col0, col1, (TA)0,
+                                                               nullptr, &last);
+        }
+        if (tid == 0) a.half_bad[2 * b + half] = bad;
+        return;
+    }
+    double lz_mid = 0;
+    if (status == MAS_OK) {
+        lz_mid = topo_meet_log_z<TV>(a, it, m, s_red);
+        if (sizeof(TA) == 4) lz_mid = (double)(float)lz_mid;
+        if (lz_mid != lz_mid) lz_mid = INFINITY; /* accumulator overflow, as on the CPU */
+        status = (a.half_bad[2 * b] | a.half_bad[2 * b + 1]) ? MAS_ERR_NONFINITE_VALUE
+                 : lz_mid == -INFINITY                       ? MAS_ERR_NO_FINITE_PATH
+                                                             : MAS_OK;
+    }
+    if (status != MAS_OK) {
+        /* every output of the item zero, log Z -inf */
+        if (half == 0) {
+            topo_record_error(a, b, status);
+            if (tid == 0 && a.log_z) topo_store<TA>(a.log_z, b, -INFINITY);
+        }
+        topo_soft_zeros<TA>(a, b, half, 0, 0);
+        return;
+    }
+    TA *gsum = a.grad ? col1 + stride : nullptr;
+    if (half == 0) {
+        const SweepSpan<TA> span = {m, S, m > 0 ? rows + (int64_t)(m - 1) * a.n_max : nullptr,
+                                    nullptr};
+        topo_sweep<TV, LogPlus, J, false, MODE_COMBINE>(a, it, span, col0, col1, (TA)lz_mid, gsum,
+                                                        &last);
+        if (tid == 0 && a.log_z) {
+            int64_t unused;
+            double lz = topo_final<TA, false>(it, last, &unused);
+            if (sizeof(TA) == 4) lz = (double)(float)lz;
+            if (lz != lz) lz = INFINITY;
+            topo_store<TA>(a.log_z, b, lz);
+        }
+    } else if (m > 0) {
+        const SweepSpan<TA> span = {S - m, S, rows + (int64_t)m * a.n_max, nullptr};
+        topo_sweep<TV, LogPlus, J, true, MODE_COMBINE>(a, it, span, col0, col1, (TA)lz_mid, gsum,
+                                                       &last);
+    }
+}
+
+/* ---- each frame of the posterior and the gradient divided by its sum ----
+ * In exact arithmetic a frame's posteriors sum to 1 (every path is in one
+ * state a frame); the sweeps' log Z estimate drifts by rounding along the
+ * frames (~1e-2 in float32 at S = 1500), and that drift would be the
+ * posterior's error. The CPU divides likewise (lib/cpu/topology.c,
+ * combine). Zeros (beyond the lengths, failed items) stay zeros. */
+
+/* The posterior [B, rows, frames]: a thread a frame, summing over the
+ * rows in order. Grid (frame blocks, items; a block goes on to item
+ * b + gridDim.y). */
+template <typename TA>
+__global__ void __launch_bounds__(256) topo_normalize_post(TopoArgs a, int64_t B) {
+    const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= a.frames) return;
+    for (int64_t b = blockIdx.y; b < B; b += gridDim.y) {
+        TA *p = (TA *)a.post + b * a.ps0 + t * a.ps2;
+        TA sum = (TA)0;
+        for (int64_t s = 0; s < a.post_rows; ++s) sum += p[s * a.ps1];
+        if (!(sum > (TA)0)) continue;
+        const TA inv = topo_recip(sum);
+        for (int64_t s = 0; s < a.post_rows; ++s) p[s * a.ps1] *= inv;
+    }
+}
+
+/* The gradient [B, frames, V] (the posterior summed per label): a warp a
+ * frame. Grid (frame blocks of 8, items) as above. */
+template <typename TA>
+__global__ void __launch_bounds__(256) topo_normalize_grad(TopoArgs a, int64_t B) {
+    const int lane = threadIdx.x & 31;
+    const int64_t t = (int64_t)blockIdx.x * 8 + (threadIdx.x >> 5);
+    if (t >= a.frames) return;
+    for (int64_t b = blockIdx.y; b < B; b += gridDim.y) {
+        TA *g = (TA *)a.grad + b * a.gs0 + t * a.gs1;
+        TA sum = (TA)0;
+        for (int64_t v = lane; v < a.V; v += 32) sum += g[v * a.gs2];
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(kFullMask, sum, o);
+        if (!(sum > (TA)0)) continue;
+        const TA inv = topo_recip(sum);
+        for (int64_t v = lane; v < a.V; v += 32) g[v * a.gs2] *= inv;
     }
 }
 

@@ -39,7 +39,7 @@ struct TopoLayout {
     int64_t n_max, words, frames;
     int pipe, threads, slabs;
     int64_t seg, nseg;
-    size_t bits, path, spans, alpha, ring, progress, bad, final_val, status, walk, score, ckpt,
+    size_t bits, path, spans, alpha, mid, half_bad, ring, progress, bad, final_val, status, walk, score, ckpt,
         ckpt_stride, total;
 };
 
@@ -72,6 +72,10 @@ TopoLayout topo_layout(const mas_topo_args *a, int soft, int64_t seg = 0) {
     if (!soft) at += align256(b * (size_t)(a->tokens > 0 ? a->tokens : 1) * 8);
     L.alpha = at;
     if (soft) at += align256(b * (size_t)S * (size_t)L.n_max * acc);
+    L.mid = at;
+    if (soft) at += align256(b * (size_t)L.n_max * acc);
+    L.half_bad = at;
+    if (soft) at += align256(b * 2 * sizeof(int));
     L.ring = at; /* between the blocks of an item: none with one block */
     if (L.pipe && L.slabs > 1) at += align256(b * (size_t)L.slabs * kTopoRing * kTopoPad * acc * 2);
     L.progress = at;
@@ -145,6 +149,8 @@ mas_status cuda_limits(const mas_topo_args *a, int soft) {
     if (soft && !pick_j(n_max, &threads)) return MAS_ERR_BAD_ARGUMENT;
     if (n_max > ((int64_t)1 << 30)) return MAS_ERR_BAD_ARGUMENT;
     if (a->emissions.dim[0] > INT32_MAX || topo_frames(a) > INT32_MAX) return MAS_ERR_BAD_SHAPE;
+    /* the posterior's two blocks an item */
+    if (soft && a->emissions.dim[0] > INT32_MAX / 2) return MAS_ERR_BAD_SHAPE;
     return MAS_OK;
 }
 
@@ -182,6 +188,8 @@ void fill_args(TopoArgs &t, const mas_topo_args *a, const TopoLayout &L, unsigne
     t.path = (int32_t *)(ws + L.path);
     t.span_ws = (int32_t *)(ws + L.spans);
     t.alpha = ws + L.alpha;
+    t.mid = ws + L.mid;
+    t.half_bad = (int *)(ws + L.half_bad);
 }
 
 mas_status launch(bool soft, TopoArgs &t, const mas_topo_args *a, void *stream) {

@@ -555,6 +555,10 @@ int main(int argc, char **argv) {
         {"CTC k=1, per state", 1, 1, 0, 0, 4, 12, 50, 6, MAS_FLOAT32, 0},
         {"CTC k=2, per state, float64", 2, 1, 0, 0, 3, 8, 50, 5, MAS_FLOAT64, 0},
         {"CTC with failing items", 1, 1, 0, 1, 5, 12, 40, 6, MAS_FLOAT32, 1},
+        /* 1 to 3 frames: the soft sweeps' halves of no or one frame */
+        {"CTC k=1, 1-3 frames", 1, 1, 0, 1, 8, 1, 3, 5, MAS_FLOAT32, 0},
+        {"k=1 plain, 1-3 frames", 1, 0, 0, 0, 8, 2, 3, 0, MAS_FLOAT32, 0},
+        {"k=2 token skips, 2-3 frames", 2, 0, 1, 0, 8, 2, 3, 0, MAS_FLOAT64, 0},
         {"k=2 per state, failing items", 2, 0, 0, 0, 5, 8, 40, 0, MAS_FLOAT32, 1},
         /* unbounded: several blocks an item from 1025 states */
         {"k=3 HMM 1500 states, failing items", 3, 0, 0, 0, 5, 500, 1600, 0, MAS_FLOAT32, 1, 0},
