@@ -32,7 +32,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--calls", type=int, default=2000)
     ap.add_argument("--shape", default="16,60,300")
+    ap.add_argument("--ctc", action="store_true",
+                    help="forced_align at the issue-12 shape (B=32 S=1500 L=300 V=32) instead")
     args = ap.parse_args()
+    if args.ctc:
+        return ctc(max(args.calls // 10, 20))
     B, T, S = (int(x) for x in args.shape.split(","))
     n = args.calls
     dev = torch.device("cuda")
@@ -100,6 +104,41 @@ def main():
         pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(22)
         print(f"\n--- cProfile {name}, {n} calls (tottime) ---")
         print("\n".join(out.getvalue().splitlines()[6:34]))
+
+
+def ctc(n):
+    """forced_align at B=32 S=1500 L=300 V=32: host time per call against
+    the wall of back-to-back calls, then cProfile of the call."""
+    dev = torch.device("cuda")
+    B, S, L, V = 32, 1500, 300, 32
+    g = torch.Generator().manual_seed(0)
+    lp = torch.log_softmax(torch.randn(B, S, V, generator=g), -1).to(dev)
+    tgt = torch.randint(1, V, (B, L), generator=g).to(dev)
+    il = torch.full((B,), S, dtype=torch.int64, device=dev)
+    tl = torch.full((B,), L, dtype=torch.int64, device=dev)
+
+    def fa():
+        return libmas.forced_align(lp, tgt, il, tl)
+    print(f"forced_align B={B} S={S} L={L} V={V}: host time per call (enqueue only) "
+          f"{per_call_us(fa, n):.1f} us")
+    fa()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fa()
+    torch.cuda.synchronize()
+    print(f"  wall per call (back-to-back, synchronised at the end) "
+          f"{(time.perf_counter() - t0) / n * 1e6:.1f} us")
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(n):
+        fa()
+    prof.disable()
+    torch.cuda.synchronize()
+    out = io.StringIO()
+    pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(25)
+    print(f"\n--- cProfile forced_align, {n} calls (tottime) ---")
+    print("\n".join(out.getvalue().splitlines()[6:38]))
 
 
 if __name__ == "__main__":

@@ -66,6 +66,7 @@ struct TopoArgs {
     int32_t *span_ws; /* hard: [B][tokens][2] */
     void *alpha;    /* soft: [B][frames][n_max], accumulator type */
     void *mid;      /* soft: [B][n_max], the forward's column at the meeting frame */
+    int em_in_bits; /* hard: the outputs may use an item's bits as [frames] accumulators */
     int *half_bad;  /* soft: [B][2], each half's NaN/+inf flag */
     /* hard outputs (NULL: not wanted) */
     int32_t *state_ids;
@@ -107,16 +108,18 @@ __device__ __forceinline__ int32_t topo_label(const TopoArgs &a, int64_t b, int6
     return a.labels[b * a.labels_stride + i * a.k + j];
 }
 
-/* Token of state s (-1 for a blank) and its place j in the token. */
+/* Token of state s (-1 for a blank) and its place j in the token; s >= 0.
+ * In 32 bits (states < 2^30, cuda_limits): a 64-bit division is a long
+ * routine on the GPU, and the outputs take three of these a frame. */
 __device__ __forceinline__ int64_t topo_token(const TopoArgs &a, int64_t s, int64_t *j) {
-    const int64_t k = a.k;
+    const uint32_t k = (uint32_t)a.k, u = (uint32_t)s;
     if (!a.has_blank) {
-        *j = s % k;
-        return s / k;
+        *j = u % k;
+        return u / k;
     }
-    const int64_t r = s % (k + 1);
-    *j = r - 1;
-    return r == 0 ? -1 : s / (k + 1);
+    const uint32_t r = u % (k + 1);
+    *j = (int64_t)r - 1;
+    return r == 0 ? -1 : (int64_t)(u / (k + 1));
 }
 
 /* Edge log-scores into state s (double, as the CPU builds them). */

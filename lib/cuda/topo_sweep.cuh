@@ -499,6 +499,13 @@ __device__ void topo_outputs(const TopoArgs &a, const TopoItem &it, int status, 
     const int64_t S = status == MAS_OK ? it.S : 0, L = status == MAS_OK ? it.L : 0;
     if (status != MAS_OK) topo_record_error(a, b, status);
     if (tid == 0 && a.score) topo_store<TA>(a.score, b, status == MAS_OK ? score : -INFINITY);
+    /* each frame's emission on the path, for the token scores: gathered by
+     * every thread at once into the item's decision bits (read by nobody
+     * after the walk), so that a token's sum below is a loop over loads that
+     * do not wait on each other (the gather in that loop was a chain of
+     * three dependent loads a frame: ~30 us of the CTC benchmark's call) */
+    TA *em = a.token_scores && a.em_in_bits ? (TA *)(a.bits + b * a.bits_frames * a.words * 2)
+                                            : nullptr;
     for (int64_t t = tid; t < a.frames; t += BD) {
         int32_t s = t < S ? path[t] : -1;
         if (a.state_ids) a.state_ids[b * a.state_ids_stride + t] = s;
@@ -506,6 +513,7 @@ __device__ void topo_outputs(const TopoArgs &a, const TopoItem &it, int status, 
         /* the label, not the emission row: they differ for per-state emissions */
         if (a.frame_labels)
             a.frame_labels[b * a.frame_labels_stride + t] = s < 0 ? -1 : topo_state_label(a, it, s);
+        if (em && s >= 0) em[t] = topo_emission<TV>(a, b, t, topo_row(a, it, s));
     }
     /* the scores and runs need the spans: the workspace's when not wanted */
     const bool need_spans = a.token_scores || a.durations || a.run_begin;
@@ -533,8 +541,11 @@ __device__ void topo_outputs(const TopoArgs &a, const TopoItem &it, int status, 
                 const int32_t first = spans[2 * i], end = spans[2 * i + 1];
                 if (first >= 0) {
                     double sum = 0;
-                    for (int64_t t = end; t >= first; --t)
-                        sum += (double)topo_emission<TV>(a, b, t, topo_row(a, it, path[t]));
+                    if (em)
+                        for (int64_t t = end; t >= first; --t) sum += (double)em[t];
+                    else
+                        for (int64_t t = end; t >= first; --t)
+                            sum += (double)topo_emission<TV>(a, b, t, topo_row(a, it, path[t]));
                     v = sum / (double)(end - first + 1);
                 }
             }

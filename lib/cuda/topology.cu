@@ -189,6 +189,10 @@ void fill_args(TopoArgs &t, const mas_topo_args *a, const TopoLayout &L, unsigne
     t.span_ws = (int32_t *)(ws + L.spans);
     t.alpha = ws + L.alpha;
     t.mid = ws + L.mid;
+    /* an item's bits (words * 8 bytes a frame of a segment) hold its frames'
+     * emissions once the walk is done: always in the unbounded layout */
+    const size_t acc = a->emissions.dtype == MAS_FLOAT64 ? 8 : 4;
+    t.em_in_bits = (size_t)L.seg * (size_t)L.words * 8 >= (size_t)L.frames * acc;
     t.half_bad = (int *)(ws + L.half_bad);
 }
 
