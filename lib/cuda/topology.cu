@@ -34,7 +34,9 @@ int pipe_threads(int64_t n_max) { return n_max <= 65536 ? 128 : 256; }
 /* Workspace regions (256-byte aligned): hard keeps decision bits (of every
  * frame, or of one segment of `seg` frames in the long form), the path and
  * span scratch, and for the pipelined Viterbi its links, flags and the
- * checkpoints; soft every score of the forward. */
+ * checkpoints; soft every score of the two sweeps (the forward's frames
+ * before the meeting frame, the reversed sweep's from it on), the forward's
+ * column at the meeting frame and each half's NaN flag. */
 struct TopoLayout {
     int64_t n_max, words, frames;
     int pipe, threads, slabs;
