@@ -163,7 +163,8 @@ __device__ int topo_rounds_impl(const TopoArgs &a, const TopoItem &it,
      * above (its bits there are never read: the path stays in the band).
      * With 450 states in 800 frames a warp is idle for half the chunks,
      * and the others issue faster. */
-    const int band_lo = 32 * warp, band_hi = (n - 1 < 32 * warp + 31 ? n - 1 : 32 * warp + 31) + width;
+    const int top_state = n - 1 < 32 * warp + 31 ? n - 1 : 32 * warp + 31;
+    const int band_lo = 32 * warp, band_hi = top_state + width;
     for (int r = 0; r < rounds; ++r) {
         const int c = r - warp;
         if (warp < live_warps && c >= 0 && c < nch) {
@@ -171,12 +172,14 @@ __device__ int topo_rounds_impl(const TopoArgs &a, const TopoItem &it,
             const bool idle = !SKIP && (t_hi <= band_lo || t_lo > band_hi);
             if (idle) {
                 if (top_idx >= 0)
-                    for (int t = t_lo; t < t_hi; ++t) mine[(t & (R - 1)) * P + top_idx] = neg_inf<TA>();
+                    for (int t = t_lo; t < t_hi; ++t)
+                        mine[(t & (R - 1)) * P + top_idx] = neg_inf<TA>();
                 /* the emission ring moves on to the next chunk */
                 ep += (int64_t)(t_hi - t_lo) * estep;
 #pragma unroll
                 for (int f = 0; f < kTopoAhead; ++f)
-                    ring[f] = readable(t_hi + f) ? widen(ep[(f - kTopoAhead) * estep]) : neg_inf<TA>();
+                    ring[f] = readable(t_hi + f) ? widen(ep[(f - kTopoAhead) * estep])
+                                                 : neg_inf<TA>();
             } else if (t_hi - t_lo == C) {
 #pragma unroll 1
                 for (int t0 = t_lo; t0 < t_hi; t0 += kTopoAhead) frames(t0, t0 + kTopoAhead);

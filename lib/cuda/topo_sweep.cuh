@@ -628,8 +628,8 @@ __global__ void __launch_bounds__(512) topo_pipe_sweep(TopoArgs a) {
     TA *last = nullptr;
     SweepSpan<TA> span = {a.pipe.t_begin, a.pipe.t_end, nullptr, nullptr};
     if (a.pipe.t_begin > 0) span.start = (const TA *)a.pipe.ckpt_in + b * a.n_max;
-    const int bad = topo_sweep<TV, MaxPlus, J, false, MODE_BITS, true>(a, it, span, col0, col1,
-                                                                        (TA)0, nullptr, &last, slab);
+    const int bad = topo_sweep<TV, MaxPlus, J, false, MODE_BITS, true>(
+        a, it, span, col0, col1, (TA)0, nullptr, &last, slab);
     if (bad && threadIdx.x == 0 && a.pipe.bad) atomicOr(&a.pipe.bad[b], 1);
 }
 

@@ -41,8 +41,8 @@ struct TopoLayout {
     int64_t n_max, words, frames;
     int pipe, threads, slabs;
     int64_t seg, nseg;
-    size_t bits, path, spans, alpha, mid, half_bad, ring, progress, bad, final_val, status, walk, score, ckpt,
-        ckpt_stride, total;
+    size_t bits, path, spans, alpha, mid, half_bad, ring, progress, bad, final_val, status, walk,
+        score, ckpt, ckpt_stride, total;
 };
 
 int64_t topo_frames(const mas_topo_args *a) {
