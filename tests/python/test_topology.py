@@ -440,3 +440,30 @@ def test_errors(rng):
     inputs = lp.copy()
     libmas.forced_align(lp, tg, [5, 5], [2, 2])
     np.testing.assert_array_equal(inputs, lp)
+
+
+def test_posterior_frames_sum_to_one_float32_long():
+    """Each frame of a float32 posterior sums to 1 (it is divided by its sum):
+    at S = 1500 the log Z that scales the cells drifts by rounding along the
+    frames (the frame sums were up to ~1e-2 off before), and the gradient of
+    ctc_log_z, the posterior summed per label, sums to 1 likewise."""
+    seed = 20261125
+    print("seed", seed)
+    rng = np.random.default_rng(seed)
+    B, S, L, V = 2, 1500, 40, 16
+    x = rng.standard_normal((B, S, V))
+    lp = (x - np.log(np.exp(x).sum(-1, keepdims=True))).astype(np.float32)
+    labels = rng.integers(1, V, (B, L))
+    Ls, Ss = np.full(B, L), np.full(B, S)
+    topo = libmas.Topology(1, blank=0)
+    post = libmas.state_posterior(lp, Ls, Ss, topo, labels=labels, gathered=True)
+    assert post.dtype == np.float32
+    np.testing.assert_allclose(post.astype(np.float64).sum(1), 1.0, atol=2e-5)
+    ref = libmas.state_posterior(lp.astype(np.float64), Ls, Ss, topo, labels=labels,
+                                 gathered=True)
+    np.testing.assert_allclose(post, ref, atol=3e-3)
+    torch = pytest.importorskip("torch")
+    y = torch.from_numpy(lp).requires_grad_(True)
+    libmas.ctc_log_z(y, torch.from_numpy(labels), torch.from_numpy(Ss),
+                     torch.from_numpy(Ls)).sum().backward()
+    np.testing.assert_allclose(y.grad.double().sum(-1).numpy(), 1.0, atol=2e-5)
