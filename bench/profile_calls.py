@@ -94,16 +94,21 @@ def main():
 
     for name, fn in (("align", lambda: libmas.align(v, xl, yl).durations),
                      ("maximum_path", lambda: libmas.maximum_path(v, mask))):
-        prof = cProfile.Profile()
-        prof.enable()
-        for _ in range(n):
-            fn()
-        prof.disable()
-        torch.cuda.synchronize()
-        out = io.StringIO()
-        pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(22)
-        print(f"\n--- cProfile {name}, {n} calls (tottime) ---")
-        print("\n".join(out.getvalue().splitlines()[6:34]))
+        print_profile(name, fn, n, 22)
+
+
+def print_profile(name, fn, n, top):
+    """cProfile of n calls of fn, the top functions by own time."""
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(n):
+        fn()
+    prof.disable()
+    torch.cuda.synchronize()
+    out = io.StringIO()
+    pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(top)
+    print(f"\n--- cProfile {name}, {n} calls (tottime) ---")
+    print("\n".join(out.getvalue().splitlines()[6:top + 12]))
 
 
 def ctc(n):
@@ -129,16 +134,7 @@ def ctc(n):
     torch.cuda.synchronize()
     print(f"  wall per call (back-to-back, synchronised at the end) "
           f"{(time.perf_counter() - t0) / n * 1e6:.1f} us")
-    prof = cProfile.Profile()
-    prof.enable()
-    for _ in range(n):
-        fa()
-    prof.disable()
-    torch.cuda.synchronize()
-    out = io.StringIO()
-    pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(25)
-    print(f"\n--- cProfile forced_align, {n} calls (tottime) ---")
-    print("\n".join(out.getvalue().splitlines()[6:38]))
+    print_profile("forced_align", fa, n, 25)
 
 
 if __name__ == "__main__":

@@ -65,6 +65,20 @@ __device__ __forceinline__ TA topo_posterior(TA al, TA q, TA cell, TA log_z) {
 __device__ __forceinline__ float topo_recip(float x) { return __frcp_rn(x); }
 __device__ __forceinline__ double topo_recip(double x) { return __drcp_rn(x); }
 
+/* The sum over the warp, every lane getting it (one fixed order). */
+template <typename T> __device__ __forceinline__ T topo_warp_sum(T v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(kFullMask, v, o);
+    return v;
+}
+
+/* A log Z as the outputs hold it: rounded to the accumulator type, NaN (an
+ * overflowed accumulator) as +inf, as on the CPU (mas.h section 5). */
+template <typename TA> __device__ __forceinline__ double topo_settle_log_z(double lz) {
+    if (sizeof(TA) == 4) lz = (double)(float)lz;
+    return lz != lz ? INFINITY : lz;
+}
+
 /* One sweep over the item. REV: states and frames reversed, with the
  * reversed edges (stay'[u] = stay[s], move'[u] = move[s+1], skip'[u] =
  * skip[s+d], the second final state entered from the virtual start).
@@ -276,9 +290,7 @@ __device__ int topo_sweep_impl(const TopoArgs &a, const TopoItem &it, int slab,
                         /* the blank is every other state of a CTC chain: sum
                          * its lanes first (one atomic a warp, not sixteen) */
                         const bool is_blank = live && row[j] == blank_row;
-                        TA bs = is_blank ? g : (TA)0;
-#pragma unroll
-                        for (int o = 16; o > 0; o >>= 1) bs += __shfl_xor_sync(kFullMask, bs, o);
+                        const TA bs = topo_warp_sum(is_blank ? g : (TA)0);
                         TA *gs = gsum + (tau & 1) * a.V;
                         if (lane == 0 && bs != (TA)0) atomicAdd(&gs[blank_row], bs);
                         if (!is_blank && g != (TA)0) atomicAdd(&gs[row[j]], g);
@@ -700,9 +712,7 @@ __global__ void __launch_bounds__(kTopoMaxThreads) topo_forward_sum(TopoArgs a) 
         const int bad = topo_sweep<TV, LogPlus, J, false, MODE_NONE>(a, it, span, col0, col1, (TA)0,
                                                                      nullptr, &last);
         int64_t unused;
-        lz = topo_final<TA, false>(it, last, &unused);
-        if (sizeof(TA) == 4) lz = (double)(float)lz;
-        if (lz != lz) lz = INFINITY; /* accumulator overflow, as on the CPU (mas.h section 5) */
+        lz = topo_settle_log_z<TA>(topo_final<TA, false>(it, last, &unused));
         status = bad ? MAS_ERR_NONFINITE_VALUE : lz == -INFINITY ? MAS_ERR_NO_FINITE_PATH : MAS_OK;
     }
     if (status != MAS_OK) topo_record_error(a, b, status);
@@ -816,9 +826,7 @@ __global__ void __launch_bounds__(kTopoMaxThreads) topo_soft_half(TopoArgs a) {
     }
     double lz_mid = 0;
     if (status == MAS_OK) {
-        lz_mid = topo_meet_log_z<TV>(a, it, m, s_red);
-        if (sizeof(TA) == 4) lz_mid = (double)(float)lz_mid;
-        if (lz_mid != lz_mid) lz_mid = INFINITY; /* accumulator overflow, as on the CPU */
+        lz_mid = topo_settle_log_z<TA>(topo_meet_log_z<TV>(a, it, m, s_red));
         status = (a.half_bad[2 * b] | a.half_bad[2 * b + 1]) ? MAS_ERR_NONFINITE_VALUE
                  : lz_mid == -INFINITY                       ? MAS_ERR_NO_FINITE_PATH
                                                              : MAS_OK;
@@ -840,10 +848,8 @@ __global__ void __launch_bounds__(kTopoMaxThreads) topo_soft_half(TopoArgs a) {
                                                         &last);
         if (tid == 0 && a.log_z) {
             int64_t unused;
-            double lz = topo_final<TA, false>(it, last, &unused);
-            if (sizeof(TA) == 4) lz = (double)(float)lz;
-            if (lz != lz) lz = INFINITY;
-            topo_store<TA>(a.log_z, b, lz);
+            const double lz = topo_final<TA, false>(it, last, &unused);
+            topo_store<TA>(a.log_z, b, topo_settle_log_z<TA>(lz));
         }
     } else if (m > 0) {
         const SweepSpan<TA> span = {S - m, S, rows + (int64_t)m * a.n_max, nullptr};
@@ -887,8 +893,7 @@ __global__ void __launch_bounds__(256) topo_normalize_grad(TopoArgs a, int64_t B
         TA *g = (TA *)a.grad + b * a.gs0 + t * a.gs1;
         TA sum = (TA)0;
         for (int64_t v = lane; v < a.V; v += 32) sum += g[v * a.gs2];
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(kFullMask, sum, o);
+        sum = topo_warp_sum(sum);
         if (!(sum > (TA)0)) continue;
         const TA inv = topo_recip(sum);
         for (int64_t v = lane; v < a.V; v += 32) g[v * a.gs2] *= inv;
