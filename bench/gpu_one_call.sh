@@ -18,6 +18,9 @@
 #      `python -m libmas bench --likelihood --device cuda`, then
 #      bench/profile_loglik.sh (ncu of a likelihood kernel: WORK=$PROFILE_WORK,
 #      gmm by default, or glow; precision $PRECISION, default float32)
+#   9. with FUSED_BENCH=1: test_fused_cuda's full set (seed $SEED), then
+#      `python -m libmas bench --fused --device cuda`, then with
+#      FUSED_EXAMPLE="ARGS" examples/glow_tts_step.py --device cuda ARGS
 #   7. with SPEECH=1: examples/speech/run.py --device cuda $SPEECH_ARGS (the
 #      data's manifests and feature caches carried: the machine has no
 #      espeak-ng), its report copied to the logs
@@ -37,9 +40,9 @@ step() { echo "=== $1 ($(date +%T)) ===" | tee -a "$LOGS/summary.log"; }
 # failures and last lines to the summary
 full_set() {
   [ -x "$B/$1" ] || return 0
-  timeout 300 "$B/$1" "${SEED:-11}" >"$LOGS/$1_full.log" 2>&1 || fail=1
+  timeout "${FULL_TIMEOUT:-300}" "$B/$1" "${SEED:-11}" >"$LOGS/$1_full.log" 2>&1 || fail=1
   grep -E "FAIL|failed" "$LOGS/$1_full.log" | head -20 | tee -a "$LOGS/summary.log"
-  tail -2 "$LOGS/$1_full.log" | tee -a "$LOGS/summary.log"
+  tail -3 "$LOGS/$1_full.log" | tee -a "$LOGS/summary.log"
 }
 # bench_py --WHAT ARGS...: `python -m libmas bench --WHAT ARGS` on the built
 # module, logged to bench_WHAT.log, its table to the summary
@@ -163,6 +166,16 @@ if [ "${LIK_BENCH:-0}" = 1 ]; then
   bench_py --likelihood --device cuda
   WORK=${PROFILE_WORK:-gmm} timeout 300 bash bench/profile_loglik.sh "$B" >"$LOGS/profile_loglik.log" 2>&1 || fail=1
   tail -45 "$LOGS/profile_loglik.log" >>"$LOGS/summary.log"
+fi
+if [ "${FUSED_BENCH:-0}" = 1 ]; then
+  step "9. test_fused_cuda (full set), bench --fused"
+  full_set test_fused_cuda
+  bench_py --fused --device cuda
+  if [ -n "${FUSED_EXAMPLE:-}" ]; then
+    (cd /tmp && PYTHONPATH="$R/$PKG" timeout 200 python3 "$R/examples/glow_tts_step.py" \
+      --device cuda $FUSED_EXAMPLE) >"$LOGS/glow_tts_step.log" 2>&1 || fail=1
+    grep -E "^\||same|Glow" "$LOGS/glow_tts_step.log" | tee -a "$LOGS/summary.log"
+  fi
 fi
 if [ "${SPEECH:-0}" = 1 ]; then
   step "7. the speech example on the GPU"

@@ -86,6 +86,42 @@ static inline mas_status mas_gauss_coef_check_call(const mas_gauss_params *param
     return MAS_OK;
 }
 
+/* Everything about a fused Gaussian alignment call (mas.h section 8) that
+ * can be checked without its values, in the order of the CPU entry points:
+ * NULLs, x's dtype, the parameters as mas_gauss_coef_* checks them against
+ * coefficients [means' B, 2J+1, T] of x's accumulator type (J from x), then
+ * means' J against x's and means' batch (1 or B). Fills *shape. */
+typedef struct mas_gauss_align_shape {
+    int64_t batch, tokens, frames, dim, model_batch; /* B, T, S, J, means' B */
+} mas_gauss_align_shape;
+
+static inline mas_status mas_gauss_align_check_call(const mas_gauss_align_args *a,
+                                                    mas_gauss_align_shape *shape) {
+    if (!a || !a->x_len || !a->y_len) return MAS_ERR_NULL_POINTER;
+    mas_status st = mas_check_tensor(&a->x, MAS_ANY_FLOAT);
+    if (st != MAS_OK) return st;
+    const mas_tensor3 *m = &a->params.means;
+    shape->batch = a->x.dim[0];
+    shape->frames = a->x.dim[1];
+    shape->dim = a->x.dim[2];
+    shape->tokens = m->dim[1];
+    shape->model_batch = m->dim[0];
+    if (shape->dim > (INT64_MAX - 1) / 2) return MAS_ERR_BAD_SHAPE;
+    mas_tensor3 coef;
+    coef.data = a->x.data; /* a non-NULL marker: the checks read no value */
+    coef.dtype = mas_accum_dtype(a->x.dtype);
+    coef.reserved_ = 0;
+    coef.stride[0] = coef.stride[1] = coef.stride[2] = 0;
+    coef.dim[0] = shape->model_batch;
+    coef.dim[1] = 2 * shape->dim + 1;
+    coef.dim[2] = shape->tokens;
+    st = mas_gauss_coef_check_call(&a->params, &coef);
+    if (st != MAS_OK) return st;
+    if (m->dim[2] != shape->dim || (shape->model_batch != 1 && shape->model_batch != shape->batch))
+        return MAS_ERR_BAD_SHAPE;
+    return MAS_OK;
+}
+
 /* Everything about a mas_loglik_* call that can be checked without its
  * values: NULLs, dtypes (x any float; coef and out of x's accumulator type,
  * best int32), flags and precision, and shapes: coef [B or 1, 2J+1, M] for

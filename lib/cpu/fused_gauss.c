@@ -33,25 +33,18 @@ static size_t up(size_t n) { return MAS_ALIGN_UP(n, MAS_CACHE_LINE); }
 
 mas_status fg_plan_call(const mas_gauss_align_args *a, fg_plan *p) {
     memset(p, 0, sizeof *p);
-    if (!a || !a->x_len || !a->y_len) return MAS_ERR_NULL_POINTER;
-    mas_status st = mas_check_tensor(&a->x, MAS_ANY_FLOAT);
+    mas_gauss_align_shape shape;
+    mas_status st = mas_gauss_align_check_call(a, &shape);
     if (st != MAS_OK) return st;
-    const mas_tensor3 *m = &a->params.means;
     p->a = a;
-    p->batch = a->x.dim[0];
-    p->frames = a->x.dim[1];
-    p->dim = a->x.dim[2];
-    p->tokens = m->dim[1];
-    p->model_batch = m->dim[0];
+    p->batch = shape.batch;
+    p->frames = shape.frames;
+    p->dim = shape.dim;
+    p->tokens = shape.tokens;
+    p->model_batch = shape.model_batch;
     p->accum = mas_accum_dtype(a->x.dtype);
     p->acc = p->accum == MAS_FLOAT64 ? 8 : 4;
-    if (p->dim > (INT64_MAX - 1) / 2) return MAS_ERR_BAD_SHAPE;
     p->rows = 2 * p->dim + 1;
-    mas_tensor3 c = coef_view(p, a->x.data);
-    st = mas_gauss_coef_check_call(&a->params, &c);
-    if (st != MAS_OK) return st;
-    if (m->dim[2] != p->dim || (p->model_batch != 1 && p->model_batch != p->batch))
-        return MAS_ERR_BAD_SHAPE;
     if (mas_shape_too_big(p->batch, p->tokens, p->frames) ||
         mas_shape_too_big(p->batch, p->tokens + p->frames, p->rows))
         return MAS_OK; /* the workspace size says SIZE_MAX */

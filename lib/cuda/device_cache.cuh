@@ -65,7 +65,8 @@ struct KernelCache {
 template <class Kernel>
 static inline mas_status ensure_smem(KernelCache &c, Kernel kernel, const DeviceInfo &d,
                                      size_t smem) {
-    if (smem <= 48 * 1024) return MAS_OK;
+    /* 48 KB less room for a kernel's static shared variables */
+    if (smem <= 47 * 1024) return MAS_OK;
     if ((size_t)c.smem_raised[d.index].load(std::memory_order_relaxed) >= smem) return MAS_OK;
     if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) !=
         cudaSuccess)

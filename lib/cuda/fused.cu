@@ -1,19 +1,203 @@
-/* Fused Gaussian alignment on CUDA (mas.h section 8): placeholders until the
- * kernels land (the cells from loglik_kernel.cuh inside the sweeps of
- * hard_forward.cuh / soft_sweep.cuh). */
+/* Fused Gaussian alignment on CUDA (mas.h section 8): host entry points.
+ * Hard MAS: the tokens' coefficients (mas_gauss_coef_cuda, the bits
+ * gaussian_loglik uses) into the workspace, the fused forward sweep
+ * (fused_forward.cuh; a memset of its rings, flags and ticket first when an
+ * item spans several blocks), then hard MAS's backtrack and outputs
+ * (hard_finish.h). No synchronisation and no allocation. The forward-sum
+ * is not fused on CUDA yet (MAS_ERR_NO_CUDA). */
+#include <cuda_runtime.h>
+
+#include "common/checks.h"
+#include "cpu/parallel.h" /* mas_shape_too_big */
+#include "cuda/device_cache.cuh"
+#include "cuda/fused_forward.cuh"
+#include "cuda/hard_finish.h"
 #include "mas.h"
 
+using namespace mas_cuda;
+
+namespace {
+
+/* Workspace regions from the aligned workspace, each 256-byte aligned: the
+ * coefficients [model batch][2J+1][T], then what hard MAS's backtrack reads
+ * (hard_finish.h) and the sweep's rings, flags and ticket. */
+struct FusedLayout {
+    int64_t groups, max_slabs;
+    size_t coef, bits, ring, flags, group_flag, final_score, frame_token, run_begin, run_end;
+    size_t total;
+};
+
+/* 0 when the call is rejected; SIZE_MAX for shapes beyond 2^52 cells. */
+size_t fused_layout(const mas_gauss_align_args *args, FusedLayout *L, mas_gauss_align_shape *sh) {
+    if (mas_gauss_align_check_call(args, sh) != MAS_OK) return 0;
+    const int64_t B = sh->batch, T = sh->tokens, S = sh->frames, P = 2 * sh->dim + 1;
+    if (mas_shape_too_big(B, T, S) || mas_shape_too_big(B, T + S, P)) return SIZE_MAX;
+    const size_t acc = mas_accum_dtype(args->x.dtype) == MAS_FLOAT64 ? 8 : 4;
+    L->groups = (T + 31) / 32;
+    L->max_slabs = (T + kFgTokens - 1) / kFgTokens;
+    size_t at = 0;
+    L->coef = at;
+    at += align256((size_t)sh->model_batch * (size_t)P * (size_t)T * acc);
+    L->bits = at;
+    at += align256((size_t)B * (size_t)L->groups * (size_t)S * 4);
+    L->ring = at;
+    at += align256((size_t)B * (size_t)L->max_slabs * kFgRingFrames * acc * 2);
+    L->flags = at;
+    at += align256(((size_t)B * (size_t)L->max_slabs + 1) * kFlagStride * sizeof(int));
+    L->group_flag = at;
+    at += align256((size_t)B * (size_t)L->groups * sizeof(int));
+    L->final_score = at;
+    at += align256((size_t)B * sizeof(double));
+    L->frame_token = at;
+    at += align256((size_t)B * (size_t)S * 4);
+    L->run_begin = at;
+    at += align256((size_t)B * (size_t)T * 4);
+    L->run_end = at;
+    at += align256((size_t)B * (size_t)T * 4);
+    L->total = at + 256; /* room to align the caller's pointer */
+    return L->total;
+}
+
+/* Rows of e and coefficients a slice: all 2J when two blocks of the
+ * kernel fit a multiprocessor with them, else balanced slices that do. */
+void plan_slices(int64_t J, int es, int *rows, int *slices) {
+    const size_t budget = 110 * 1024; /* two blocks in the 228 KB of sm_80 / sm_90 */
+    int64_t cap = 1;
+    while (cap < 2 * J && fused_smem((int)(cap + 1), es) <= budget) cap++;
+    const int64_t n = (2 * J + cap - 1) / cap;
+    *slices = (int)n;
+    *rows = (int)((2 * J + n - 1) / n);
+}
+
+template <typename TX, typename TA>
+mas_status launch_fused(FusedArgs fa, int64_t B, const DeviceInfo &dev, cudaStream_t s,
+                        size_t ring_clear_bytes) {
+    auto kernel = fused_forward<TX, TA>;
+    const size_t smem = fused_smem(fa.rows, (int)sizeof(TA));
+    if (smem + 1024 > (size_t)dev.smem_optin) return MAS_ERR_CUDA;
+    /* occupancy cached per 8 KB of shared memory, asked at the bucket's top
+     * (never more blocks than fit with the actual size) */
+    static KernelCache cache;
+    const int slot = (int)((smem + 8191) / 8192);
+    size_t asked = (size_t)slot * 8192;
+    if (asked + 1024 > (size_t)dev.smem_optin) asked = smem;
+    int per_sm = 0;
+    mas_status st = cached_occupancy(cache, kernel, dev, slot, kFgThreads, asked, &per_sm);
+    if (st != MAS_OK) return st;
+    if (per_sm < 1) return MAS_ERR_CUDA;
+    const int64_t resident = (int64_t)per_sm * dev.sms;
+    if (fa.slabs > resident) return MAS_ERR_BAD_ARGUMENT;
+    const int64_t per_launch = fa.slabs == 1 ? B : resident / fa.slabs;
+    if (fa.slabs > 1 && cudaMemsetAsync(fa.ring, 0, ring_clear_bytes, s) != cudaSuccess)
+        return MAS_ERR_CUDA;
+    for (int64_t first = 0; first < B; first += per_launch) {
+        const int64_t n = B - first < per_launch ? B - first : per_launch;
+        fa.item0 = first;
+        fa.ticket0 = (unsigned)(first * fa.slabs);
+        kernel<<<(unsigned)(n * fa.slabs), kFgThreads, smem, s>>>(fa);
+    }
+    return cudaGetLastError() == cudaSuccess ? MAS_OK : MAS_ERR_CUDA;
+}
+
+} // namespace
+
 extern "C" size_t mas_align_gaussian_cuda_workspace_size(const mas_gauss_align_args *args) {
-    (void)args;
-    return 0;
+    FusedLayout L;
+    mas_gauss_align_shape sh;
+    return fused_layout(args, &L, &sh);
 }
 
 extern "C" mas_status mas_align_gaussian_cuda(const mas_gauss_align_args *args,
-                                   const mas_hard_outputs *out, void *workspace,
-                                   size_t workspace_size, void *stream, uint64_t *error_word) {
-    (void)args; (void)out; (void)workspace; (void)workspace_size; (void)stream;
-    (void)error_word;
-    return MAS_ERR_NO_CUDA;
+                                              const mas_hard_outputs *out, void *workspace,
+                                              size_t workspace_size, void *stream,
+                                              uint64_t *error_word) {
+    mas_gauss_align_shape sh;
+    mas_status st = mas_gauss_align_check_call(args, &sh);
+    if (st != MAS_OK) return st;
+    const int64_t B = sh.batch, T = sh.tokens, S = sh.frames, J = sh.dim;
+    mas_tensor3 value; /* the virtual [B, T, S] matrix, for the output checks */
+    value.data = args->x.data;
+    value.dtype = args->x.dtype;
+    value.reserved_ = 0;
+    value.dim[0] = B;
+    value.dim[1] = T;
+    value.dim[2] = S;
+    value.stride[0] = value.stride[1] = value.stride[2] = 0;
+    st = mas_hard_check_call(&value, args->x_len, args->y_len, out);
+    if (st != MAS_OK) return st;
+    if (!workspace) return MAS_ERR_NULL_POINTER;
+    FusedLayout L;
+    const size_t need = fused_layout(args, &L, &sh);
+    if (need == SIZE_MAX || workspace_size < need) return MAS_ERR_WORKSPACE_TOO_SMALL;
+    if (T > INT32_MAX / 2 || J > (1 << 20)) return MAS_ERR_BAD_SHAPE;
+    DeviceInfo dev;
+    if ((st = current_device(&dev)) != MAS_OK) return st;
+    cudaStream_t s = (cudaStream_t)stream;
+    unsigned char *ws = align_workspace(workspace);
+    const int32_t acc = mas_accum_dtype(args->x.dtype);
+    const int es = acc == MAS_FLOAT64 ? 8 : 4;
+
+    mas_tensor3 coef;
+    coef.data = ws + L.coef;
+    coef.dtype = acc;
+    coef.reserved_ = 0;
+    coef.dim[0] = sh.model_batch;
+    coef.dim[1] = 2 * J + 1;
+    coef.dim[2] = T;
+    coef.stride[0] = (2 * J + 1) * T;
+    coef.stride[1] = T;
+    coef.stride[2] = 1;
+    st = mas_gauss_coef_cuda(&args->params, &coef, stream, error_word);
+    if (st != MAS_OK) return st;
+
+    FusedArgs fa;
+    fa.x = args->x.data;
+    fa.xs0 = view_stride(&args->x, 0);
+    fa.xs1 = view_stride(&args->x, 1);
+    fa.xs2 = view_stride(&args->x, 2);
+    fa.coef = coef.data;
+    fa.cs0 = sh.model_batch == 1 ? 0 : coef.stride[0];
+    fa.T = T;
+    fa.S = S;
+    fa.J = J;
+    fa.x_len = args->x_len;
+    fa.y_len = args->y_len;
+    fa.bits = (uint32_t *)(ws + L.bits);
+    fa.groups = L.groups;
+    fa.ring = ws + L.ring;
+    fa.max_slabs = L.max_slabs;
+    fa.flags = (int *)(ws + L.flags);
+    fa.ticket = (unsigned *)(ws + L.flags) + (size_t)B * L.max_slabs * kFlagStride;
+    fa.group_flag = (int *)(ws + L.group_flag);
+    fa.final_score = (double *)(ws + L.final_score);
+    fa.slabs = (int)L.max_slabs;
+    plan_slices(J, es, &fa.rows, &fa.slices);
+    fa.item0 = 0;
+    fa.ticket0 = 0;
+    const size_t clear = L.group_flag - L.ring; /* rings, flags, ticket */
+    switch (args->x.dtype) {
+    case MAS_FLOAT32: st = launch_fused<float, float>(fa, B, dev, s, clear); break;
+    case MAS_FLOAT64: st = launch_fused<double, double>(fa, B, dev, s, clear); break;
+    case MAS_FLOAT16: st = launch_fused<__half, float>(fa, B, dev, s, clear); break;
+    default: st = launch_fused<__nv_bfloat16, float>(fa, B, dev, s, clear); break;
+    }
+    if (st != MAS_OK) return st;
+
+    HardFinish f;
+    f.B = B;
+    f.T = T;
+    f.S = S;
+    f.groups = L.groups;
+    f.x_len = args->x_len;
+    f.y_len = args->y_len;
+    f.bits = fa.bits;
+    f.group_flag = fa.group_flag;
+    f.final_score = fa.final_score;
+    f.frame_token = (int32_t *)(ws + L.frame_token);
+    f.run_begin = (int32_t *)(ws + L.run_begin);
+    f.run_end = (int32_t *)(ws + L.run_end);
+    f.score_f64 = acc == MAS_FLOAT64;
+    return hard_finish(f, out, s, error_word);
 }
 
 extern "C" size_t mas_forward_sum_gaussian_cuda_workspace_size(const mas_gauss_align_args *args) {
@@ -22,9 +206,9 @@ extern "C" size_t mas_forward_sum_gaussian_cuda_workspace_size(const mas_gauss_a
 }
 
 extern "C" mas_status mas_forward_sum_gaussian_cuda(const mas_gauss_align_args *args,
-                                         const mas_gauss_soft_outputs *out, void *workspace,
-                                         size_t workspace_size, void *stream,
-                                         uint64_t *error_word) {
+                                                    const mas_gauss_soft_outputs *out,
+                                                    void *workspace, size_t workspace_size,
+                                                    void *stream, uint64_t *error_word) {
     (void)args; (void)out; (void)workspace; (void)workspace_size; (void)stream;
     (void)error_word;
     return MAS_ERR_NO_CUDA;

@@ -6,9 +6,9 @@ memory, D = 80, float32; both must give the same indices and score bits.
 CPU: one thread unless --threads; memory is the peak of NumPy allocations
 during the call (tracemalloc: the [B,T,S] matrix, the workspaces; a
 workspace up to 1 MB is kept between calls and not counted again). CUDA:
-CUDA-event times and the peak of PyTorch's allocator; the fused CUDA
-entry point is, for now, the unfused path itself (documented in
-libmas.fused), so its rows say "fallback".
+wall time a call in a loop, the kernels' time from torch.profiler and the
+peak of PyTorch's allocator, full lengths, next to the unfused path and to
+Glow-TTS's PyTorch logp + align.
 """
 
 import datetime
@@ -93,43 +93,76 @@ def bench_cpu(args):
 
 
 def bench_cuda(args):
+    """Full lengths (every item T tokens, S frames). Per call: wall time in a
+    loop of back-to-back calls (the clock starts behind two queued calls),
+    the kernels' own time (torch.profiler), peak extra memory of PyTorch's
+    allocator; next to libmas's unfused path and to Glow-TTS's PyTorch logp
+    + libmas's maximum_path-equivalent ``align``."""
     import torch
 
-    from .bench_likelihood import _gpu_ms, _peak_extra_mb
+    from .bench_likelihood import H100_PEAK_TFLOPS, _peak_extra_mb, _torch_glow
+    from .bench_topology_cuda import _kernel_ms, _loop_ms
 
     if not torch.cuda.is_available() or not _C.has_cuda():
         raise SystemExit("bench --fused --device cuda: needs a CUDA device and libmas built "
                          "with CUDA")
-    repeat = args.repeat or 50
+    n = args.repeat or 20
     rng = np.random.default_rng(args.seed)
     rows = []
     for b, t, s in CUDA_SHAPES:
-        z, m, ls, x, y = (torch.from_numpy(a).cuda() for a in _inputs(rng, b, t, s))
+        z, m, ls, _, _ = (torch.from_numpy(a).cuda() for a in _inputs(rng, b, t, s))
+        x = torch.full((b,), t, device="cuda", dtype=torch.int64)
+        y = torch.full((b,), s, device="cuda", dtype=torch.int64)
 
         def fused_call():
-            return fused.align_gaussian(z, m, ls, x, y)
+            return fused.align_gaussian(z, m, ls, x, y).indices
 
         def unfused_call():
-            return hard.align(likelihood.gaussian_loglik(z, m, ls, x, y), x, y)
+            return hard.align(likelihood.gaussian_loglik(z, m, ls, x, y), x, y).indices
 
-        r1, r2 = fused_call(), unfused_call()
+        def torch_call():
+            return hard.align(_torch_glow(torch, z, m, ls), x, y).indices
+
+        r1 = fused.align_gaussian(z, m, ls, x, y)
+        r2 = hard.align(likelihood.gaussian_loglik(z, m, ls, x, y), x, y)
         same = bool(torch.equal(r1.indices, r2.indices) and torch.equal(r1.score, r2.score))
-        rows.append({"shape": f"B={b} T={t} S={s}", "fused_ms": _gpu_ms(torch, fused_call, repeat),
-                     "unfused_ms": _gpu_ms(torch, unfused_call, repeat),
-                     "fused_mb": _peak_extra_mb(torch, fused_call),
-                     "unfused_mb": _peak_extra_mb(torch, unfused_call), "same": same})
+        del r2
+        row = {"shape": f"B={b} T={t} S={s}", "same": same,
+               "fused_ms": _loop_ms(torch, fused_call, n),
+               "fused_kernels_ms": _kernel_ms(torch, fused_call, n),
+               "fused_mb": _peak_extra_mb(torch, fused_call)}
+        # cells of the band: T (S - T + 1), 2 (2D + 1) flops each
+        row["tflops"] = b * t * (s - t + 1) * 2 * (2 * D + 1) / row["fused_kernels_ms"] / 1e9
+        for name, fn in (("unfused", unfused_call), ("torch", torch_call)):
+            try:
+                row[name + "_ms"] = _loop_ms(torch, fn, max(3, n // 4))
+                row[name + "_mb"] = _peak_extra_mb(torch, fn)
+            except torch.cuda.OutOfMemoryError:
+                row[name + "_ms"] = row[name + "_mb"] = None
+            torch.cuda.empty_cache()
+        rows.append(row)
         del z, m, ls
         torch.cuda.empty_cache()
-    lines = [f"CUDA, D={D}, float32, uneven lengths; median of {repeat}; fused = fallback "
-             "(gaussian_loglik + align) until the fused CUDA kernels land",
+    peak = H100_PEAK_TFLOPS["float32"]
+
+    def cell(v, fmt):
+        return "out of memory" if v is None else fmt.format(v)
+
+    lines = [f"CUDA, D={D}, float32, full lengths; per call over {n} back-to-back calls; "
+             "kernels: torch.profiler; TFLOP/s: the band's cells, 2 (2D+1) flops each, over the "
+             f"fused kernels' time, against the FP32 peak ({peak:.0f})",
              "",
-             "| shape | fused (ms) | logp + align (ms) | fused peak extra MB "
-             "| unfused peak extra MB | same |",
-             "|---|---|---|---|---|---|"]
+             "| shape | fused wall (ms) | fused kernels (ms) | TFLOP/s | libmas logp + align (ms) "
+             "| PyTorch logp + align (ms) | fused peak extra MB | unfused / PyTorch peak MB "
+             "| same bits |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['shape']} | {r['fused_ms']:.3f} | {r['unfused_ms']:.3f} | "
-                     f"{r['fused_mb']:.0f} | {r['unfused_mb']:.0f} | "
-                     f"{'yes' if r['same'] else 'NO'} |")
+        lines.append(
+            f"| {r['shape']} | {r['fused_ms']:.3f} | {r['fused_kernels_ms']:.3f} | "
+            f"{r['tflops']:.1f} ({100 * r['tflops'] / peak:.0f}%) | "
+            f"{cell(r['unfused_ms'], '{:.3f}')} | {cell(r['torch_ms'], '{:.3f}')} | "
+            f"{r['fused_mb']:.1f} | {cell(r['unfused_mb'], '{:.0f}')} / "
+            f"{cell(r['torch_mb'], '{:.0f}')} | {'yes' if r['same'] else 'NO'} |")
     return rows, "\n".join(lines)
 
 

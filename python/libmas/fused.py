@@ -14,10 +14,11 @@ is computed inside the alignment, tile by tile, by the code of
 ``gaussian_loglik``: ``align_gaussian(z, m, s, X, Y)`` returns bit for bit
 what ``align(gaussian_loglik(z, m, s, X, Y), X, Y)`` returns.
 
-On the CPU (NumPy, PyTorch) nothing of size B*T*S is allocated. CUDA tensors
-take the unfused path for now (``gaussian_loglik`` then ``align`` /
-``forward_sum``, which materialises the matrix, exact by construction) until
-the fused CUDA kernels land.
+Nothing of size B*T*S is allocated: on the CPU (NumPy, PyTorch) and, for
+``align_gaussian``, on CUDA. ``forward_sum_gaussian`` on CUDA tensors takes
+the unfused path for now (``gaussian_loglik`` then ``forward_sum``, which
+materialises the matrix, exact by construction) until its fused CUDA kernel
+lands.
 """
 
 import numpy as np
@@ -51,7 +52,7 @@ def _run(fname, frame, soft, z, mean, log_std, x_len, y_len, outs, bst, threads,
         if soft or budget is None or budget >= full or full == 0:
             return full
         minimum = _C.fused_workspace_size(soft, cuda, *ins, threads, True)
-        return _dispatch.budgeted(fname, budget, full, minimum)
+        return _dispatch.budgeted(fname, budget, full, minimum, "CUDA device" if cuda else "CPU")
 
     def invoke(cuda, work, how, word):
         status, item = _C.fused(soft, cuda, *ins, *(h(o) for o in outs), bst, work, how, word)
@@ -59,7 +60,7 @@ def _run(fname, frame, soft, z, mean, log_std, x_len, y_len, outs, bst, threads,
             raise ValueError(f"{fname}: {describe(item)}")
         return status, item
 
-    _dispatch.run(fname, frame, workspace_bytes, invoke, threads)
+    return _dispatch.run(fname, frame, workspace_bytes, invoke, threads)
 
 
 def align_gaussian(z, mean, log_std, x_lengths=None, y_lengths=None, *, layout="bts",
@@ -73,20 +74,21 @@ def align_gaussian(z, mean, log_std, x_lengths=None, y_lengths=None, *, layout="
 
     Returns the ``AlignResult`` of ``align`` (durations, indices, score,
     path()), bit for bit ``align(gaussian_loglik(z, mean, log_std, X, Y), X,
-    Y)``, without the [B, T, S] matrix on the CPU: the likelihood of each
-    cell the alignment needs is computed inside it. Errors: those of
+    Y)``, without the [B, T, S] matrix (CPU and CUDA): the likelihood of
+    each cell the alignment needs is computed inside it. Errors: those of
     ``gaussian_loglik`` (shapes, lengths outside [0, T] / [0, S], a NaN / inf
     mean or log_std on any token) and of ``align`` (the item and the rule),
-    same wording. CUDA tensors: the unfused path (documented above). The
-    alignment has no gradient (use ``expand`` on its indices).
+    same wording. The alignment has no gradient (use ``expand`` on its
+    indices).
 
-    max_workspace_bytes: None (default) for the unbounded workspace (one
-    decision bit per cell of an item per thread), or a budget in bytes: a
-    smaller budget aligns long-form on the CPU (score checkpoints, one
-    segment of bits at a time; the same results bit for bit, slower); a
-    budget below the smallest that works raises ValueError stating it. On
-    CUDA (the unfused path, whose [B, T, S] log-likelihood is a tensor of
-    its own) the budget bounds the alignment's workspace as for ``align``.
+    max_workspace_bytes: None (default) for the unbounded workspace, or a
+    budget in bytes. On the CPU the unbounded workspace holds one decision
+    bit per cell of an item per thread, and a smaller budget aligns
+    long-form (score checkpoints, one segment of bits at a time; the same
+    results bit for bit, slower). On CUDA the workspace is the tokens'
+    coefficients [B, 2D+1, T] plus one decision bit per cell (15.7 MB at
+    B=32 T=512 S=2048 D=80) and has no long form. A budget below the
+    smallest that works raises ValueError stating it.
     """
     fname = "libmas.align_gaussian"
     bst = _arrays.check_layout(layout, fname)
@@ -117,7 +119,7 @@ def _align_gaussian_core(fname, frame, z, mean, log_std, x_len, y_len, threads, 
         axis = "tokens (T)" if t == 0 else "frames (S)"
         raise ValueError(f"{fname}: the {axis} axis is empty; every item needs x_len >= 1 "
                          "and y_len >= 1")
-    if frame.is_cuda or d == 0:
+    if d == 0:
         # the unfused path: the same bits by construction (materialises logp)
         v, _ = _tts_forward(fname, frame, z, mean, log_std, x_len, y_len, False, 0, threads)
         return _align_core(fname, frame, v, _full_lengths(frame, x_len, b, t),
@@ -127,12 +129,13 @@ def _align_gaussian_core(fname, frame, z, mean, log_std, x_len, y_len, threads, 
     durations = frame.empty((b, t), i32)
     indices = frame.empty((b, s), i32)
     score = frame.empty((b,), acc)
+    pending = None
     if b > 0:
         x_len = _full_lengths(frame, x_len, b, t)
         y_len = _full_lengths(frame, y_len, b, s)
-        _run(fname, frame, False, z, mean, log_std, x_len, y_len,
-             (None, durations, indices, score), False, threads, budget)
-    return durations, indices, score, None
+        pending = _run(fname, frame, False, z, mean, log_std, x_len, y_len,
+                       (None, durations, indices, score), False, threads, budget)
+    return durations, indices, score, pending
 
 
 # ---------------------------------------------------------------------------
@@ -305,7 +308,7 @@ def forward_sum_gaussian(z, mean, log_std, x_lengths=None, y_lengths=None, *, th
                                                          y_lengths)
     b, d, s = (int(v) for v in z.shape)
     t = int(mean.shape[2])
-    if frame.is_cuda or d == 0:
+    if d == 0:
         from .soft import forward_sum
 
         v = gaussian_loglik(z, mean, log_std, x_len, y_len, threads=threads or None)

@@ -198,14 +198,78 @@ def test_errors_worded_as_unfused(rng):
         libmas.align_gaussian(z.astype(np.int32), m, ls, x, y)
 
 
-def test_cuda_is_exact_fallback(rng, torch):
+def _cuda(torch):
     if not torch.cuda.is_available() or not libmas.has_cuda():
         pytest.skip("no CUDA")
-    z, m, ls = (torch.tensor(a, device="cuda") for a in _tts(rng, 2, 80, 30, 90))
-    x, y = torch.tensor([30, 7], device="cuda"), torch.tensor([90, 40], device="cuda")
-    r1 = libmas.align_gaussian(z, m, ls, x, y)
-    r2 = libmas.align(libmas.gaussian_loglik(z, m, ls, x, y), x, y)
-    assert torch.equal(r1.indices, r2.indices) and torch.equal(r1.score, r2.score)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+@pytest.mark.parametrize("ties", [False, True])
+def test_cuda_fused_is_exact(rng, torch, dtype, ties):
+    """The fused CUDA kernel: the unfused CUDA path's and the CPU's bits
+    (indices, durations, score, path), uneven lengths, long items (several
+    blocks an item), a transposed z and one model for all items."""
+    _cuda(torch)
+    for b, d, t, s in ((2, 80, 30, 90), (3, 80, 200, 700), (2, 5, 130, 131), (1, 192, 70, 300)):
+        z, m, ls = (torch.tensor(a).to(getattr(torch, dtype)) for a in _tts(rng, b, d, t, s,
+                                                                           ties=ties))
+        x = torch.tensor(rng.integers(1, t + 1, size=b))
+        y = torch.maximum(torch.tensor(rng.integers(1, s + 1, size=b)), x)
+        x[0], y[0] = t, s
+        if b > 1:
+            m[1:], ls[1:] = m[:1].clone(), ls[:1].clone()
+        zc, mc, lc, xc, yc = (a.cuda() for a in (z, m, ls, x, y))
+        if d == 5:
+            zc = zc.transpose(1, 2).contiguous().transpose(1, 2)  # frames-major storage
+        r1 = libmas.align_gaussian(zc, mc, lc, xc, yc)
+        r2 = libmas.align(libmas.gaussian_loglik(zc, mc, lc, xc, yc), xc, yc)
+        r3 = libmas.align_gaussian(z, m, ls, x, y)
+        for r in (r2, r3):
+            assert torch.equal(r1.indices.cpu(), r.indices.cpu())
+            assert torch.equal(r1.durations.cpu(), r.durations.cpu())
+            assert torch.equal(r1.score.cpu(), r.score.cpu())
+        assert torch.equal(r1.path().cpu(), r3.path())
+
+
+def test_cuda_fused_errors_and_budget(rng, torch):
+    _cuda(torch)
+    z, m, ls = (torch.tensor(a, device="cuda") for a in _tts(rng, 3, 8, 40, 120))
+    x, y = torch.tensor([40, 7, 20], device="cuda"), torch.tensor([120, 40, 60], device="cuda")
+    bad = z.clone()
+    bad[1, 3, 5] = float("nan")  # inside item 1's frames
+    with pytest.raises(ValueError, match="libmas.align_gaussian.*: item 1: ") as fused_err:
+        libmas.align_gaussian(bad, m, ls, x, y)
+        libmas.check_errors()
+    with pytest.raises(ValueError, match="libmas.align.*: item 1: ") as unfused_err:
+        libmas.align(libmas.gaussian_loglik(bad, m, ls, x, y), x, y)
+        libmas.check_errors()
+    assert str(fused_err.value).split("item 1: ")[1] == str(unfused_err.value).split("item 1: ")[1]
+    with pytest.raises(ValueError, match="libmas.align_gaussian.*: item 1: "):
+        libmas.align_gaussian(z, m, ls, torch.tensor([40, 41, 20], device="cuda"), y)
+        libmas.check_errors()  # lengths on the device are checked there
+    need = libmas.align_gaussian(z, m, ls, x, y)  # a working call after the errors
+    r = libmas.align_gaussian(z, m, ls, x, y, max_workspace_bytes=1 << 30)
+    assert torch.equal(r.indices, need.indices)
+    with pytest.raises(ValueError, match="on the CUDA device"):
+        libmas.align_gaussian(z, m, ls, x, y, max_workspace_bytes=1000)
+
+
+def test_cuda_fused_graph_capture(rng, torch):
+    _cuda(torch)
+    z, m, ls = (torch.tensor(a, device="cuda") for a in _tts(rng, 2, 80, 60, 250))
+    x, y = torch.tensor([60, 31], device="cuda"), torch.tensor([250, 100], device="cuda")
+    want = libmas.align_gaussian(z, m, ls, x, y).indices.clone()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        libmas.align_gaussian(z, m, ls, x, y)  # warm-up outside capture
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = libmas.align_gaussian(z, m, ls, x, y).indices
+    g.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(out, want)
 
 
 def test_registered_ops(rng, torch):

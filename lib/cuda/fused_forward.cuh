@@ -1,0 +1,327 @@
+/* The forward sweep of the fused Gaussian alignment on CUDA (mas.h section
+ * 8): hard MAS's max-plus recurrence over cells that the block computes
+ * from the frames and the tokens' coefficients, so that no cell reaches
+ * global memory. The sweep is hard_forward.cuh's (sweep_chunk on the same
+ * chunk tiles, the same decision words, NaN/+inf flags and final score,
+ * read by the same backtrack); a cell is the chain of mas.h section 6 (K,
+ * then fma over rows 1..2J in order, e = [x, x*x] with the squares rounded)
+ * as loglik_items.cuh and the CPU compute it, so the result is bit for bit
+ * that of mas_hard_cuda on mas_loglik_cuda's matrix.
+ *
+ * Work: a block owns a slab of kFgTokens tokens of one item (one sweep warp
+ * of 32 lanes x 2 tokens) and walks the frames of the slab's band in tiles
+ * of kFgFrames frames (two chunks):
+ *   1. all threads expand the tile's frames into e (rows in slices when 2J
+ *      rows do not fit shared memory next to the coefficients);
+ *   2. each thread computes 4 frames x 4 tokens of the tile's cells from e
+ *      and the slab's coefficients (in shared memory for the whole block
+ *      when they fit, else reloaded a slice at a time);
+ *   3. the cells go to two chunk tiles in hard_forward's token-row layout
+ *      and warp 0 sweeps them while the other warps wait at the next
+ *      tile's barrier. Two blocks a multiprocessor: one computes while the
+ *      other's warp sweeps.
+ * Frames outside the slab's band (before its first token's first frame,
+ * after its last token's last band frame) are not visited: the cells a
+ * band cell depends on are band cells or below the band (-inf), so they
+ * change nothing; their decision words are written 0, and the next slab
+ * takes -inf for them as its boundary.
+ *
+ * Between the slabs of an item the boundary scores go through a global ring
+ * of tagged entries (dp_link.cuh) as between hard_forward's blocks, with
+ * the consumer's progress released every tile. Blocks take (item, slab)
+ * from a ticket counter, and the host launches no more blocks at once than
+ * can be resident, so a block only waits on blocks that run. */
+#ifndef MAS_CUDA_FUSED_FORWARD_CUH
+#define MAS_CUDA_FUSED_FORWARD_CUH
+
+#include "cuda/hard_forward.cuh"
+#include "cuda/loglik_kernel.cuh"
+
+namespace mas_cuda {
+
+constexpr int kFgTokens = 64;  /* a slab: one sweep warp, 2 tokens a lane */
+constexpr int kFgFrames = 64;  /* a tile: two chunks */
+constexpr int kFgThreads = 256;
+/* Frames in the ring between two slabs: the consumer runs about a tile
+ * behind and releases its progress every tile. */
+constexpr int kFgRingFrames = 256;
+
+struct FusedArgs {
+    const void *x;
+    int64_t xs0, xs1, xs2; /* strides of x [B, S, J]: item, frame, dimension */
+    const void *coef;      /* [model batch, 2J+1, T], contiguous */
+    int64_t cs0;           /* item stride of coef (0: one model for all items) */
+    int64_t T, S, J;
+    const int64_t *x_len, *y_len;
+    uint32_t *bits;
+    int64_t groups;
+    unsigned char *ring;
+    int *flags;
+    unsigned *ticket;
+    int64_t max_slabs;
+    int *group_flag;
+    double *final_score;
+    int slabs;
+    int rows, slices; /* e and coefficient rows a slice, slices of 2J */
+    int64_t item0;
+    unsigned ticket0;
+};
+
+template <typename TA> struct FgTile {
+    using G = TileGeom<TA, 2, LOAD_BTS>; /* a chunk of the slab's cells */
+};
+
+/* Shared memory: K [64], coefficient rows [rows][64], e [rows][64], and the
+ * two chunk tiles. */
+__host__ __device__ inline size_t fused_smem(int rows, int es) {
+    return (size_t)es * (kFgTokens + (size_t)rows * (kFgTokens + kFgFrames)) +
+           2 * (size_t)kFgTokens * kChunk * es;
+}
+
+__device__ __forceinline__ void load4(const float *p, float (&v)[4]) {
+    const float4 a = *(const float4 *)p;
+    v[0] = a.x;
+    v[1] = a.y;
+    v[2] = a.z;
+    v[3] = a.w;
+}
+__device__ __forceinline__ void load4(const double *p, double (&v)[4]) {
+    const double2 a = *(const double2 *)p, b = *(const double2 *)(p + 2);
+    v[0] = a.x;
+    v[1] = a.y;
+    v[2] = b.x;
+    v[3] = b.y;
+}
+
+template <typename TX, typename TA>
+__global__ void __launch_bounds__(kFgThreads, 2) fused_forward(FusedArgs a) {
+    using G = typename FgTile<TA>::G;
+    extern __shared__ __align__(16) unsigned char fg_sm[];
+    __shared__ unsigned s_ticket;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    TA *k_s = (TA *)fg_sm;                  /* [64] */
+    TA *c_s = k_s + kFgTokens;              /* [rows][64] */
+    TA *e_s = c_s + a.rows * kFgTokens;     /* [rows][64] */
+    unsigned char *tiles = (unsigned char *)(e_s + a.rows * kFgFrames);
+
+    if (tid == 0) s_ticket = a.slabs == 1 ? blockIdx.x : atomicAdd(a.ticket, 1u) - a.ticket0;
+    __syncthreads();
+    const unsigned ticket = s_ticket;
+    const int64_t b = a.item0 + ticket / (unsigned)a.slabs;
+    const int slab = (int)(ticket % (unsigned)a.slabs);
+    const int64_t X = a.x_len[b], Y = a.y_len[b];
+    if (length_status(X, Y, a.T, a.S) != MAS_OK) return; /* the backtrack reports it */
+    const int64_t base = (int64_t)slab * kFgTokens;
+    if (base >= X) return;
+    const int64_t width = Y - X; /* the band: token in [frame - width, frame] */
+    const int64_t last_tok = min(base + kFgTokens - 1, X - 1);
+    const int64_t f_first = base, f_last = min(Y - 1, last_tok + width); /* frames visited */
+    const int64_t first_group = base / 32, live_groups = (X + 31) / 32;
+    uint32_t *item_bits = a.bits + (size_t)b * a.groups * a.S;
+    const int J = (int)a.J, J2 = 2 * J;
+
+    /* decision words of the frames no sweep writes: before the first chunk
+     * visited and after the last */
+    const int64_t c_first = f_first / kChunk, c_last = f_last / kChunk;
+    const int64_t v_end = min(Y, (c_last + 1) * kChunk);
+    for (int m = 0; m < 2; m++) {
+        const int64_t g = first_group + m, before = c_first * kChunk, after = Y - v_end;
+        if (g >= live_groups) break;
+        for (int64_t k = tid; k < before + after; k += kFgThreads)
+            item_bits[g * a.S + (k < before ? k : v_end + (k - before))] = 0u;
+    }
+
+    /* the slab's coefficients: zeros past x_len (nothing read there) */
+    const TA *coef = (const TA *)a.coef + b * a.cs0 + base;
+    const int ntok = (int)(last_tok - base + 1);
+    auto fill_coef = [&](int r0, int nr) {
+        for (int k = tid; k < nr * kFgTokens; k += kFgThreads) {
+            const int r = k / kFgTokens, t = k % kFgTokens;
+            c_s[k] = t < ntok ? coef[(int64_t)(1 + r0 + r) * a.T + t] : (TA)0;
+        }
+    };
+    for (int t = tid; t < kFgTokens; t += kFgThreads) k_s[t] = t < ntok ? coef[t] : (TA)0;
+    const bool whole = a.slices == 1;
+    if (whole) fill_coef(0, J2);
+
+    /* e rows [r0, r0 + nr) of the tile's frames [f0, f0 + 64): x, then its
+     * squares (ll_mul, as the likelihood kernels); 0 at frames >= y_len */
+    const TX *xb = (const TX *)a.x + b * a.xs0;
+    auto fill_e = [&](int64_t f0, int r0, int nr) {
+        constexpr int NB = 8; /* loads in flight a thread */
+        const int n = nr * kFgFrames;
+        for (int k0 = tid; k0 < n; k0 += NB * kFgThreads) {
+            TA v[NB];
+#pragma unroll
+            for (int q = 0; q < NB; q++) {
+                const int k = k0 + q * kFgThreads, r = r0 + k / kFgFrames, f = k % kFgFrames;
+                const int j = r < J ? r : r - J;
+                v[q] = k < n && f0 + f < Y ? (TA)widen(xb[(f0 + f) * a.xs1 + (int64_t)j * a.xs2])
+                                           : (TA)0;
+            }
+#pragma unroll
+            for (int q = 0; q < NB; q++) {
+                const int k = k0 + q * kFgThreads;
+                if (k < n) e_s[k] = r0 + k / kFgFrames < J ? v[q] : ll_mul(v[q], v[q]);
+            }
+        }
+    };
+
+    /* the sweep's state (warp 0): lane l holds tokens base + 2l, base + 2l + 1 */
+    TA q[2] = {neg_inf<TA>(), neg_inf<TA>()};
+    TA guard[2] = {neg_inf<TA>(), neg_inf<TA>()};
+    using RL = Link<TA>;
+    constexpr int RW = RL::N;
+    typedef unsigned long long ull;
+    const volatile ull *in_global = nullptr;
+    volatile ull *out_global = nullptr;
+    int *in_progress = nullptr;
+    const int *out_progress = nullptr;
+    if (slab > 0) {
+        const size_t line = (size_t)b * a.max_slabs + (slab - 1);
+        in_global = (const volatile ull *)a.ring + line * kFgRingFrames * RW;
+        in_progress = a.flags + line * kFlagStride;
+    }
+    if (base + kFgTokens < X) {
+        const size_t line = (size_t)b * a.max_slabs + slab;
+        out_global = (volatile ull *)a.ring + line * kFgRingFrames * RW;
+        out_progress = a.flags + line * kFlagStride;
+    }
+    /* The boundary of chunk c: lane l needs the score of token base-1 at
+     * frame jj = c * kChunk + l - 1 where it is in that token's band (else -inf). */
+    auto wanted = [&](int64_t c) {
+        const int64_t jj = c * kChunk + lane - 1;
+        return jj >= base - 1 && jj <= base - 1 + width && jj + 1 < Y;
+    };
+    auto ring_slot = [&](int64_t c) {
+        const int64_t jj = c * kChunk + lane - 1;
+        return in_global + (jj < 0 ? 0 : jj % kFgRingFrames) * RW;
+    };
+    auto ring_tag = [&](int64_t frame) { return (unsigned)(frame / kFgRingFrames) + 1u; };
+    ull pending[RW];
+#pragma unroll
+    for (int k = 0; k < RW; ++k) pending[k] = 0;
+    if (warp == 0 && in_global && wanted(c_first)) RL::fetch(ring_slot(c_first), pending);
+    int64_t seen_progress = 0;
+
+    auto sweep = [&](int64_t c, const unsigned char *tile) {
+        const int64_t j0 = c * kChunk;
+        const int nf = (int)(Y - j0 < kChunk ? Y - j0 : kChunk);
+        TA boundary;
+        if (in_global) {
+            boundary = RL::settle(ring_slot(c), pending, ring_tag(c * kChunk + lane - 1), wanted(c),
+                                  neg_inf<TA>());
+            if (c + 1 <= c_last && wanted(c + 1)) RL::fetch(ring_slot(c + 1), pending);
+            if (c % 2 == 1 || c == c_last) { /* once a tile: frames < j0 + nf - 1 are read */
+                __syncwarp();
+                if (lane == 0) store_release(in_progress, (int)(j0 + nf - 1));
+            }
+        } else {
+            boundary = j0 + lane - 1 == -1 ? (TA)0 : neg_inf<TA>(); /* the virtual start */
+        }
+        uint32_t ballots[2] = {0u, 0u};
+        TA top = neg_inf<TA>();
+        const bool inside = base + kFgTokens - 1 <= j0 && base >= j0 + kChunk - 1 - width;
+        const int64_t lead64 = base + 2 * lane - j0;
+        const int lead = (int)(lead64 > (1 << 30) ? (1 << 30) : (lead64 < -(1 << 30) ? -(1 << 30) : lead64));
+        const int wid = (int)(width > (1 << 30) ? (1 << 30) : width);
+        if (nf == kChunk && inside)
+            sweep_chunk<TA, 2, LOAD_BTS, true, false>(tile, lane, kChunk, lead, wid, boundary, q, guard,
+                                                      ballots, top);
+        else if (nf == kChunk)
+            sweep_chunk<TA, 2, LOAD_BTS, true, true>(tile, lane, kChunk, lead, wid, boundary, q, guard,
+                                                     ballots, top);
+        else
+            sweep_chunk<TA, 2, LOAD_BTS, false, true>(tile, lane, nf, lead, wid, boundary, q, guard,
+                                                      ballots, top);
+        if (lane < nf) {
+#pragma unroll
+            for (int m = 0; m < 2; ++m) {
+                const int64_t g = first_group + m;
+                if (g < live_groups) item_bits[g * a.S + j0 + lane] = token_order_word<2>(ballots, m);
+            }
+        }
+        if (out_global) {
+            /* slot reuse: the consumer has read the frames of the previous lap
+             * (those before its first token's band, base + 63, it never reads) */
+            const int64_t need = j0 + kChunk - kFgRingFrames;
+            if (need > base + kFgTokens - 1 && seen_progress < need) {
+                int seen = 0;
+                if (lane == 0) {
+                    do {
+                        seen = load_acquire(out_progress);
+                    } while (seen < need);
+                }
+                seen_progress = __shfl_sync(kFullMask, seen, 0);
+                __syncwarp();
+            }
+            if (lane < nf) RL::put(out_global + ((j0 + lane) % kFgRingFrames) * RW, top,
+                                   ring_tag(j0 + lane));
+        }
+    };
+
+    const int tf = tid >> 4, tg = tid & 15; /* frames tf*4 + i, tokens tg*4 + j */
+#pragma unroll 1
+    for (int64_t f0 = c_first * kChunk; f0 <= f_last; f0 += kFgFrames) {
+        TA acc[4][4];
+        __syncthreads(); /* the last tile's sweep and products are done */
+#pragma unroll 1
+        for (int s = 0; s < a.slices; s++) {
+            const int r0 = s * a.rows, nr = min(a.rows, J2 - r0);
+            if (s > 0) __syncthreads();
+            fill_e(f0, r0, nr);
+            if (!whole) fill_coef(r0, nr);
+            __syncthreads();
+            if (s == 0) {
+                TA kv[4];
+                load4(k_s + tg * 4, kv);
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+#pragma unroll
+                    for (int j = 0; j < 4; j++) acc[i][j] = kv[j];
+            }
+            const TA *ep = e_s + tf * 4, *cp = c_s + tg * 4;
+#pragma unroll 8
+            for (int r = 0; r < nr; r++) {
+                TA ev[4], cv[4];
+                load4(ep + r * kFgFrames, ev);
+                load4(cp + r * kFgTokens, cv);
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+#pragma unroll
+                    for (int j = 0; j < 4; j++) acc[i][j] = ll_fma(ev[i], cv[j], acc[i][j]);
+            }
+        }
+        /* into the chunk tiles: frame tf*4 + i is chunk (tf*4 + i) / 32 */
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const int f = tf * 4 + i;
+            unsigned char *tile = tiles + (f / kChunk) * G::BYTES;
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+                *(TA *)(tile + token_row_offset<TA, 2, LOAD_BTS>(tg * 4 + j, f % kChunk)) = acc[i][j];
+        }
+        __syncthreads();
+        if (warp == 0) {
+            const int64_t c0 = f0 / kChunk;
+            sweep(c0, tiles);
+            if (c0 + 1 <= c_last) sweep(c0 + 1, tiles + G::BYTES);
+        }
+    }
+    if (warp != 0) return;
+
+    bool any_bad = false;
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+        const int64_t tok = base + 2 * lane + k;
+        if (tok < X) any_bad |= !(guard[k] < pos_inf<TA>()); /* band cells only */
+        if (tok == X - 1) a.final_score[b] = (double)q[k];
+    }
+    const int bad = __any_sync(kFullMask, any_bad) ? 1 : 0;
+    if (lane < 2 && first_group + lane < live_groups)
+        a.group_flag[(size_t)b * a.groups + first_group + lane] = bad;
+}
+
+} // namespace mas_cuda
+
+#endif

@@ -1,0 +1,459 @@
+/* GPU test of the fused Gaussian alignment (mas.h section 8): the CUDA op
+ * against the CPU op, bit for bit (durations, indices, dense path, score,
+ * and the first failing item's status), which test_fused_cpu holds equal to
+ * coefficients + likelihood + hard MAS (mas_align_gaussian_cpu ==
+ * mas_hard_cpu(mas_loglik_cpu(...)) on every input), here with the
+ * unfused CUDA path on the same inputs as a third opinion.
+ *
+ * Cases: float32 / float64 / float16 / bfloat16 frames, channel-first
+ * (Glow-TTS z [B, D, S]) and frame-major views, one model for all items or
+ * one per item, uneven lengths, repeated tokens and frames (ties), items of
+ * one slab and of many (the ring between blocks, its laps), 2J rows that
+ * need slices; NaN frames and bad models (errors), and the host checks.
+ * Outputs are poisoned before each call. Random cases print the seed:
+ * `test_fused_cuda SEED` replays them; `--small` keeps the cases small
+ * (compute-sanitizer). */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <vector>
+
+#include "cuda_check.h"
+#include "mas.h"
+
+static int64_t g_checks = 0, g_failures = 0;
+static char g_case[256];
+
+#define CHECK(ok, ...)                                                                 \
+    do {                                                                               \
+        g_checks++;                                                                    \
+        if (!(ok)) {                                                                   \
+            g_failures++;                                                              \
+            if (g_failures < 40) {                                                     \
+                printf("FAIL %s:%d [%s] ", __FILE__, __LINE__, g_case);                \
+                printf(__VA_ARGS__);                                                   \
+                printf("\n");                                                          \
+            }                                                                          \
+        }                                                                              \
+    } while (0)
+
+static uint64_t g_rng;
+static double urand() {
+    g_rng ^= g_rng << 13;
+    g_rng ^= g_rng >> 7;
+    g_rng ^= g_rng << 17;
+    return (double)(g_rng >> 11) / 9007199254740992.0;
+}
+static int64_t irand(int64_t lo, int64_t hi) { return lo + (int64_t)(urand() * (double)(hi - lo + 1)); }
+static bool chance(double p) { return urand() < p; }
+
+static size_t dsize(mas_dtype d) { return mas_dtype_size(d); }
+
+/* value v stored as dtype d at element k of buf */
+static void store(std::vector<unsigned char> &buf, int64_t k, mas_dtype d, double v) {
+    unsigned char *p = buf.data() + (size_t)k * dsize(d);
+    if (d == MAS_FLOAT64) {
+        memcpy(p, &v, 8);
+    } else if (d == MAS_FLOAT32) {
+        float f = (float)v;
+        memcpy(p, &f, 4);
+    } else if (d == MAS_FLOAT16) {
+        __half h = __float2half_rn((float)v);
+        memcpy(p, &h, 2);
+    } else {
+        __nv_bfloat16 h = __float2bfloat16_rn((float)v);
+        memcpy(p, &h, 2);
+    }
+}
+
+struct DevBuf {
+    void *p = nullptr;
+    explicit DevBuf(size_t n) { CUDA_OK(cudaMalloc(&p, n ? n : 1)); }
+    ~DevBuf() { cudaFree(p); }
+};
+static void *upload(DevBuf &d, const void *h, size_t n) {
+    CUDA_OK(cudaMemcpy(d.p, h, n, cudaMemcpyHostToDevice));
+    return d.p;
+}
+
+struct Case {
+    int64_t B, T, S, J;
+    mas_dtype zt, mt;
+    bool frame_major; /* x stored [B, S, J] (else Glow-TTS [B, J, S]) */
+    bool shared_model;
+    bool ties;
+    double nan_frame; /* chance an item gets a NaN frame inside y_len */
+    double bad_model; /* chance an item gets a NaN mean */
+};
+
+struct Outputs {
+    std::vector<int32_t> dur, idx;
+    std::vector<uint8_t> path;
+    std::vector<unsigned char> score;
+    mas_status status;
+    int64_t item; /* first failing item's (CPU err.item; CUDA from the error word) */
+};
+
+static void run_case(const Case &c) {
+    snprintf(g_case, sizeof g_case, "B=%lld T=%lld S=%lld J=%lld zt=%d mt=%d fm=%d shared=%d",
+             (long long)c.B, (long long)c.T, (long long)c.S, (long long)c.J, (int)c.zt, (int)c.mt,
+             (int)c.frame_major, (int)c.shared_model);
+    printf("case %s\n", g_case); /* a hang names its case */
+    fflush(stdout);
+    const int64_t B = c.B, T = c.T, S = c.S, J = c.J, MB = c.shared_model ? 1 : B;
+    std::vector<unsigned char> z((size_t)(B * S * J) * dsize(c.zt));
+    std::vector<unsigned char> mean((size_t)(MB * T * J) * dsize(c.mt)),
+        logs((size_t)(MB * T * J) * dsize(c.mt));
+    std::vector<int64_t> xl(B), yl(B);
+    auto zat = [&](int64_t b, int64_t s, int64_t j) {
+        return c.frame_major ? (b * S + s) * J + j : (b * J + j) * S + s;
+    };
+    for (int64_t b = 0; b < B; b++) {
+        int64_t y = chance(0.4) ? S : irand(1, S);
+        int64_t x = irand(1, y < T ? y : T);
+        if (chance(0.3)) x = y < T ? y : T;
+        if (chance(0.05)) x = irand(-1, T + 1); /* lengths errors, sometimes */
+        xl[b] = x;
+        yl[b] = y;
+    }
+    std::vector<double> mrow(J), lrow(J);
+    for (int64_t b = 0; b < MB; b++)
+        for (int64_t k = 0; k < T; k++) {
+            const bool copy = c.ties && k > 0 && chance(0.3);
+            for (int64_t j = 0; j < J; j++) {
+                if (!copy) {
+                    mrow[j] = urand() * 4 - 2;
+                    lrow[j] = urand() * 1.5 - 1;
+                }
+                store(mean, (b * J + j) * T + k, c.mt, mrow[j]);
+                store(logs, (b * J + j) * T + k, c.mt, lrow[j]);
+            }
+        }
+    std::vector<double> zrow(J);
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t s = 0; s < S; s++) {
+            const bool copy = c.ties && s > 0 && chance(0.3);
+            for (int64_t j = 0; j < J; j++) {
+                if (!copy) zrow[j] = urand() * 5 - 2.5;
+                store(z, zat(b, s, j), c.zt, zrow[j]);
+            }
+        }
+    for (int64_t b = 0; b < B; b++) {
+        if (chance(c.nan_frame) && yl[b] >= 1 && yl[b] <= S)
+            store(z, zat(b, irand(0, yl[b] - 1), irand(0, J - 1)), c.zt, NAN);
+        if (b < MB && chance(c.bad_model))
+            store(mean, (b * J + irand(0, J - 1)) * T + irand(0, T - 1), c.mt, NAN);
+    }
+
+    auto args_of = [&](void *zp, void *mp, void *lp, const int64_t *x, const int64_t *y) {
+        mas_gauss_align_args a;
+        memset(&a, 0, sizeof a);
+        a.x.data = zp;
+        a.x.dtype = c.zt;
+        a.x.dim[0] = B;
+        a.x.dim[1] = S;
+        a.x.dim[2] = J;
+        a.x.stride[0] = S * J;
+        a.x.stride[1] = c.frame_major ? J : 1;
+        a.x.stride[2] = c.frame_major ? 1 : S;
+        mas_tensor3 m;
+        memset(&m, 0, sizeof m);
+        m.dtype = c.mt;
+        m.dim[0] = MB;
+        m.dim[1] = T;
+        m.dim[2] = J;
+        m.stride[0] = J * T;
+        m.stride[1] = 1;
+        m.stride[2] = T;
+        a.params.means = m;
+        a.params.means.data = mp;
+        a.params.spread = m;
+        a.params.spread.data = lp;
+        a.params.spread_kind = MAS_SPREAD_LOG_STD;
+        a.x_len = x;
+        a.y_len = y;
+        return a;
+    };
+    const mas_dtype acc = c.zt == MAS_FLOAT64 ? MAS_FLOAT64 : MAS_FLOAT32;
+    const size_t ss = dsize(acc);
+
+    /* CPU */
+    Outputs cpu;
+    cpu.dur.assign((size_t)(B * T), -7);
+    cpu.idx.assign((size_t)(B * S), -7);
+    cpu.path.assign((size_t)(B * T * S), 0xAB);
+    cpu.score.assign((size_t)B * ss, 0xCD);
+    {
+        mas_gauss_align_args a = args_of(z.data(), mean.data(), logs.data(), xl.data(), yl.data());
+        mas_hard_outputs o;
+        memset(&o, 0, sizeof o);
+        o.path.data = cpu.path.data();
+        o.path.dtype = MAS_UINT8;
+        o.path.dim[0] = B;
+        o.path.dim[1] = T;
+        o.path.dim[2] = S;
+        o.path.stride[0] = T * S;
+        o.path.stride[1] = S;
+        o.path.stride[2] = 1;
+        o.durations = cpu.dur.data();
+        o.durations_stride = T;
+        o.indices = cpu.idx.data();
+        o.indices_stride = S;
+        o.score = cpu.score.data();
+        size_t ws = mas_align_gaussian_cpu_workspace_size(&a, 1);
+        std::vector<unsigned char> w(ws);
+        mas_error err;
+        cpu.status = mas_align_gaussian_cpu(&a, &o, w.data(), ws, 1, &err);
+        cpu.item = err.item;
+    }
+
+    /* CUDA: the fused op, then the unfused path (coef + loglik + hard) */
+    DevBuf dz(z.size()), dm(mean.size()), dl(logs.size()), dx(B * 8), dy(B * 8);
+    upload(dz, z.data(), z.size());
+    upload(dm, mean.data(), mean.size());
+    upload(dl, logs.data(), logs.size());
+    upload(dx, xl.data(), B * 8);
+    upload(dy, yl.data(), B * 8);
+    mas_gauss_align_args a = args_of(dz.p, dm.p, dl.p, (const int64_t *)dx.p, (const int64_t *)dy.p);
+    DevBuf ddur(B * T * 4), didx(B * S * 4), dpath(B * T * S), dscore(B * 8), dword(8);
+    auto run_cuda = [&](bool fused, Outputs &r) {
+        CUDA_OK(cudaMemset(ddur.p, 0x7f, B * T * 4));
+        CUDA_OK(cudaMemset(didx.p, 0x7f, B * S * 4));
+        CUDA_OK(cudaMemset(dpath.p, 0x5a, B * T * S));
+        CUDA_OK(cudaMemset(dscore.p, 0x33, B * 8));
+        const uint64_t none = ~0ull;
+        CUDA_OK(cudaMemcpy(dword.p, &none, 8, cudaMemcpyHostToDevice));
+        mas_hard_outputs o;
+        memset(&o, 0, sizeof o);
+        o.path.data = dpath.p;
+        o.path.dtype = MAS_UINT8;
+        o.path.dim[0] = B;
+        o.path.dim[1] = T;
+        o.path.dim[2] = S;
+        o.path.stride[0] = T * S;
+        o.path.stride[1] = S;
+        o.path.stride[2] = 1;
+        o.durations = (int32_t *)ddur.p;
+        o.durations_stride = T;
+        o.indices = (int32_t *)didx.p;
+        o.indices_stride = S;
+        o.score = dscore.p;
+        mas_status st;
+        if (fused) {
+            size_t ws = mas_align_gaussian_cuda_workspace_size(&a);
+            DevBuf w(ws);
+            CUDA_OK(cudaMemset(w.p, 0xEE, ws)); /* stale data: nothing may depend on it */
+            st = mas_align_gaussian_cuda(&a, &o, w.p, ws, nullptr, (uint64_t *)dword.p);
+            CHECK(st == MAS_OK, "fused status %d", (int)st);
+            CUDA_OK(cudaDeviceSynchronize());
+        } else {
+            const int64_t P = 2 * J + 1;
+            DevBuf coef(MB * P * T * ss), value(B * T * S * ss);
+            mas_tensor3 cv;
+            memset(&cv, 0, sizeof cv);
+            cv.data = coef.p;
+            cv.dtype = acc;
+            cv.dim[0] = MB;
+            cv.dim[1] = P;
+            cv.dim[2] = T;
+            cv.stride[0] = P * T;
+            cv.stride[1] = T;
+            cv.stride[2] = 1;
+            st = mas_gauss_coef_cuda(&a.params, &cv, nullptr, (uint64_t *)dword.p);
+            CHECK(st == MAS_OK, "coef status %d", (int)st);
+            mas_loglik_args la;
+            memset(&la, 0, sizeof la);
+            la.x = a.x;
+            la.coef = cv;
+            la.n_states = T;
+            la.n_len = a.y_len;
+            la.s_len = a.x_len;
+            la.out.data = value.p;
+            la.out.dtype = acc;
+            la.out.dim[0] = B;
+            la.out.dim[1] = S;
+            la.out.dim[2] = T;
+            la.out.stride[0] = T * S;
+            la.out.stride[1] = 1;
+            la.out.stride[2] = S;
+            st = mas_loglik_cuda(&la, nullptr, 0, nullptr, (uint64_t *)dword.p);
+            CHECK(st == MAS_OK, "loglik status %d", (int)st);
+            mas_tensor3 vv = la.out;
+            vv.dim[1] = T;
+            vv.dim[2] = S;
+            vv.stride[1] = S;
+            vv.stride[2] = 1;
+            size_t ws = mas_hard_cuda_workspace_size(B, T, S, acc);
+            DevBuf w(ws);
+            st = mas_hard_cuda(&vv, a.x_len, a.y_len, &o, w.p, ws, nullptr, (uint64_t *)dword.p);
+            CHECK(st == MAS_OK, "hard status %d", (int)st);
+            CUDA_OK(cudaDeviceSynchronize());
+        }
+        r.dur.resize((size_t)(B * T));
+        r.idx.resize((size_t)(B * S));
+        r.path.resize((size_t)(B * T * S));
+        r.score.resize((size_t)B * ss);
+        CUDA_OK(cudaMemcpy(r.dur.data(), ddur.p, B * T * 4, cudaMemcpyDeviceToHost));
+        CUDA_OK(cudaMemcpy(r.idx.data(), didx.p, B * S * 4, cudaMemcpyDeviceToHost));
+        CUDA_OK(cudaMemcpy(r.path.data(), dpath.p, B * T * S, cudaMemcpyDeviceToHost));
+        CUDA_OK(cudaMemcpy(r.score.data(), dscore.p, B * ss, cudaMemcpyDeviceToHost));
+        uint64_t word = 0;
+        CUDA_OK(cudaMemcpy(&word, dword.p, 8, cudaMemcpyDeviceToHost));
+        r.status = word == ~0ull ? MAS_OK : (mas_status)(word & 0xff);
+        r.item = word == ~0ull ? -1 : (int64_t)(word >> 8);
+    };
+    Outputs fused, unfused;
+    run_cuda(true, fused);
+    run_cuda(false, unfused);
+
+    /* CUDA's error word keeps the smallest (item, status); the CPU the
+     * first item's error in item order, and a bad model before anything:
+     * compare where both speak of the same thing. */
+    CHECK(fused.status == unfused.status && fused.item == unfused.item,
+          "error word: fused %d item %lld, unfused %d item %lld", (int)fused.status,
+          (long long)fused.item, (int)unfused.status, (long long)unfused.item);
+    CHECK((fused.status == MAS_OK) == (cpu.status == MAS_OK), "status: cuda %d cpu %d",
+          (int)fused.status, (int)cpu.status);
+    if (cpu.status != MAS_OK && cpu.status != MAS_ERR_BAD_MODEL)
+        CHECK(fused.status == cpu.status && fused.item == cpu.item,
+              "error: cuda %d item %lld, cpu %d item %lld", (int)fused.status,
+              (long long)fused.item, (int)cpu.status, (long long)cpu.item);
+    /* every output, fused against unfused, and against the CPU unless it
+     * stopped at a bad model (it writes no outputs then) */
+    const bool with_cpu = cpu.status != MAS_ERR_BAD_MODEL;
+    for (const Outputs *ref : {&unfused, &cpu}) {
+        if (ref == &cpu && !with_cpu) continue;
+        const char *who = ref == &cpu ? "cpu" : "unfused cuda";
+        int64_t bad_dur = 0, bad_idx = 0, bad_path = 0, bad_score = 0;
+        for (size_t k = 0; k < ref->dur.size(); k++) bad_dur += fused.dur[k] != ref->dur[k];
+        for (size_t k = 0; k < ref->idx.size(); k++) bad_idx += fused.idx[k] != ref->idx[k];
+        for (size_t k = 0; k < ref->path.size(); k++) bad_path += fused.path[k] != ref->path[k];
+        for (int64_t b = 0; b < B; b++)
+            bad_score += memcmp(fused.score.data() + b * ss, ref->score.data() + b * ss, ss) != 0;
+        CHECK(bad_dur == 0 && bad_idx == 0 && bad_path == 0 && bad_score == 0,
+              "fused vs %s: %lld durations, %lld indices, %lld path cells, %lld scores differ", who,
+              (long long)bad_dur, (long long)bad_idx, (long long)bad_path, (long long)bad_score);
+    }
+}
+
+/* The host checks: the CPU op's statuses for the same calls. */
+static void host_checks() {
+    snprintf(g_case, sizeof g_case, "host checks");
+    const int64_t B = 2, T = 5, S = 9, J = 3;
+    DevBuf z(B * S * J * 4), m(B * T * J * 4), l(B * T * J * 4), x(B * 8), y(B * 8), d(B * T * 4);
+    mas_gauss_align_args a;
+    memset(&a, 0, sizeof a);
+    a.x.data = z.p;
+    a.x.dtype = MAS_FLOAT32;
+    a.x.dim[0] = B;
+    a.x.dim[1] = S;
+    a.x.dim[2] = J;
+    a.x.stride[0] = S * J;
+    a.x.stride[1] = J;
+    a.x.stride[2] = 1;
+    a.params.means.data = m.p;
+    a.params.means.dtype = MAS_FLOAT32;
+    a.params.means.dim[0] = B;
+    a.params.means.dim[1] = T;
+    a.params.means.dim[2] = J;
+    a.params.means.stride[0] = T * J;
+    a.params.means.stride[1] = J;
+    a.params.means.stride[2] = 1;
+    a.params.spread = a.params.means;
+    a.params.spread.data = l.p;
+    a.params.spread_kind = MAS_SPREAD_LOG_STD;
+    a.x_len = (const int64_t *)x.p;
+    a.y_len = (const int64_t *)y.p;
+    mas_hard_outputs o;
+    memset(&o, 0, sizeof o);
+    o.durations = (int32_t *)d.p;
+    o.durations_stride = T;
+    const size_t ws = mas_align_gaussian_cuda_workspace_size(&a);
+    CHECK(ws > 0, "workspace size %zu", ws);
+    DevBuf w(ws);
+    CHECK(mas_align_gaussian_cuda(&a, &o, w.p, ws - 1, nullptr, nullptr) == MAS_ERR_WORKSPACE_TOO_SMALL,
+          "short workspace");
+    CHECK(mas_align_gaussian_cuda(&a, &o, nullptr, ws, nullptr, nullptr) == MAS_ERR_NULL_POINTER,
+          "NULL workspace");
+    mas_gauss_align_args bad = a;
+    bad.params.means.dim[2] = J + 1;
+    bad.params.spread.dim[2] = J + 1;
+    CHECK(mas_align_gaussian_cuda(&bad, &o, w.p, ws, nullptr, nullptr) == MAS_ERR_BAD_SHAPE, "J differs");
+    CHECK(mas_align_gaussian_cuda_workspace_size(&bad) == 0, "size of a bad call");
+    bad = a;
+    bad.x_len = nullptr;
+    CHECK(mas_align_gaussian_cuda(&bad, &o, w.p, ws, nullptr, nullptr) == MAS_ERR_NULL_POINTER, "NULL x_len");
+    bad = a;
+    bad.x.dtype = MAS_INT32;
+    CHECK(mas_align_gaussian_cuda(&bad, &o, w.p, ws, nullptr, nullptr) == MAS_ERR_BAD_DTYPE, "int x");
+    mas_hard_outputs none;
+    memset(&none, 0, sizeof none);
+    CHECK(mas_align_gaussian_cuda(&a, &none, w.p, ws, nullptr, nullptr) == MAS_ERR_BAD_ARGUMENT, "no output");
+    /* the workspace: far below one [B, T, S] matrix for a long item */
+    mas_gauss_align_args big = a;
+    big.x.dim[0] = 32;
+    big.x.dim[1] = 2048;
+    big.x.dim[2] = 80;
+    big.params.means.dim[0] = big.params.spread.dim[0] = 32;
+    big.params.means.dim[1] = big.params.spread.dim[1] = 512;
+    big.params.means.dim[2] = big.params.spread.dim[2] = 80;
+    const size_t wbig = mas_align_gaussian_cuda_workspace_size(&big);
+    const double matrix = 32.0 * 512 * 2048 * 4;
+    printf("workspace B=32 T=512 S=2048 D=80: %.2f MB (the matrix: %.0f MB)\n", wbig / 1e6, matrix / 1e6);
+    CHECK(wbig > 0 && wbig <= 16000000, "workspace %zu bytes", wbig);
+}
+
+int main(int argc, char **argv) {
+    int dev_count = 0;
+    if (cudaGetDeviceCount(&dev_count) != cudaSuccess || dev_count == 0 || !mas_has_cuda()) {
+        printf("no CUDA device: skipped\n");
+        return 0;
+    }
+    uint64_t seed = (uint64_t)time(nullptr);
+    bool small = false;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--small")) small = true;
+        else seed = strtoull(argv[i], nullptr, 10);
+    }
+    printf("seed %llu\n", (unsigned long long)seed);
+    g_rng = seed * 2654435761u + 1;
+    host_checks();
+    const mas_dtype zts[4] = {MAS_FLOAT32, MAS_FLOAT64, MAS_FLOAT16, MAS_BFLOAT16};
+    const int n = small ? 24 : 120;
+    for (int k = 0; k < n; k++) {
+        Case c;
+        c.zt = zts[k % 4];
+        c.mt = chance(0.5) ? MAS_FLOAT32 : MAS_FLOAT64;
+        c.B = irand(1, small ? 3 : 6);
+        c.T = irand(1, small ? 150 : 300);
+        c.S = c.T + irand(0, small ? 250 : 700);
+        c.J = chance(0.3) ? irand(1, 8) : (chance(0.5) ? 80 : irand(9, 100));
+        c.frame_major = chance(0.3);
+        c.shared_model = chance(0.2);
+        c.ties = chance(0.5);
+        c.nan_frame = chance(0.2) ? 0.3 : 0;
+        c.bad_model = chance(0.1) ? 0.3 : 0;
+        run_case(c);
+    }
+    /* shapes of the benchmarks and the edges of the plan */
+    const Case fixed[] = {
+        {4, 512, 2048, 80, MAS_FLOAT32, MAS_FLOAT32, false, false, true, 0, 0},
+        {2, 300, 900, 192, MAS_FLOAT32, MAS_FLOAT32, false, false, false, 0, 0}, /* VITS' D */
+        {2, 200, 700, 80, MAS_FLOAT64, MAS_FLOAT64, false, false, true, 0, 0},   /* slices */
+        {3, 64, 64, 80, MAS_FLOAT32, MAS_FLOAT32, false, false, true, 0, 0},     /* X = Y */
+        {2, 1, 300, 5, MAS_FLOAT32, MAS_FLOAT32, false, true, false, 0, 0},
+        {2, 700, 1400, 16, MAS_FLOAT32, MAS_FLOAT32, true, false, true, 0, 0},
+    };
+    for (const Case &c : fixed)
+        if (!small || c.T * c.S <= 200000) run_case(c);
+    if (!small) run_case({6, 1024, 4096, 80, MAS_FLOAT32, MAS_FLOAT32, false, false, false, 0, 0});
+    printf("%lld checks, %lld failed\n", (long long)g_checks, (long long)g_failures);
+    return g_failures ? 1 : 0;
+}
