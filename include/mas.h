@@ -788,13 +788,29 @@ mas_status mas_forward_sum_gaussian_cpu(const mas_gauss_align_args *args,
                                         size_t workspace_size, int32_t threads,
                                         mas_error *err);
 
-/* The same on a CUDA device (every pointer device memory, asynchronously on
- * `stream`, value errors in *error_word). Not implemented yet: these return
- * MAS_ERR_NO_CUDA in every build (the workspace sizes 0). */
+/* Bytes of device workspace for mas_align_gaussian_cuda (0 for a call it
+ * rejects, SIZE_MAX for shapes beyond 2^52 cells): the coefficients
+ * [means' B, 2J+1, T], one decision bit per cell of [B, T, S], and small
+ * per-item regions (15.7 MB for B=32 T=512 S=2048 J=80, float32). There is
+ * no long form: less than this is MAS_ERR_WORKSPACE_TOO_SMALL. */
 size_t mas_align_gaussian_cuda_workspace_size(const mas_gauss_align_args *args);
+
+/* mas_align_gaussian_cpu on a CUDA device: every pointer device memory
+ * (x_len, y_len too), asynchronously on `stream`, no synchronisation, no
+ * allocation (CUDA-graph capturable). The same outputs bit for bit as the
+ * CPU op and as mas_hard_cuda on mas_loglik_cuda's matrix. Returns the
+ * argument errors of the CPU op in its order, MAS_ERR_CUDA when a launch
+ * fails, MAS_ERR_BAD_ARGUMENT for T beyond what the device holds at once
+ * (64 tokens a block, every block of an item resident); value errors (a bad
+ * model: item b*T + k as mas_gauss_coef_cuda; lengths, NaN/+inf in the band,
+ * no finite path: item b) go to *error_word (may be NULL) as for
+ * mas_hard_cuda. */
 mas_status mas_align_gaussian_cuda(const mas_gauss_align_args *args,
                                    const mas_hard_outputs *out, void *workspace,
                                    size_t workspace_size, void *stream, uint64_t *error_word);
+
+/* The fused forward-sum on CUDA: not implemented yet, MAS_ERR_NO_CUDA in
+ * every build (the workspace size 0). */
 size_t mas_forward_sum_gaussian_cuda_workspace_size(const mas_gauss_align_args *args);
 mas_status mas_forward_sum_gaussian_cuda(const mas_gauss_align_args *args,
                                          const mas_gauss_soft_outputs *out, void *workspace,
