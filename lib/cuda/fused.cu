@@ -197,7 +197,7 @@ extern "C" mas_status mas_align_gaussian_cuda(const mas_gauss_align_args *args,
     f.run_begin = (int32_t *)(ws + L.run_begin);
     f.run_end = (int32_t *)(ws + L.run_end);
     f.score_f64 = acc == MAS_FLOAT64;
-    return hard_finish(f, out, s, error_word);
+    return hard_finish(f, out, dev, s, error_word);
 }
 
 extern "C" size_t mas_forward_sum_gaussian_cuda_workspace_size(const mas_gauss_align_args *args) {

@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "cuda/device_cache.cuh"
 #include "mas.h"
 
 namespace mas_cuda {
@@ -29,8 +30,8 @@ struct HardFinish {
 
 /* Enqueues the backtrack and, when out->path is wanted, the dense path;
  * item errors go to *error_word. Returns MAS_OK or MAS_ERR_CUDA. */
-mas_status hard_finish(const HardFinish &f, const mas_hard_outputs *out, cudaStream_t s,
-                       uint64_t *error_word);
+mas_status hard_finish(const HardFinish &f, const mas_hard_outputs *out, const DeviceInfo &dev,
+                       cudaStream_t s, uint64_t *error_word);
 
 } // namespace mas_cuda
 

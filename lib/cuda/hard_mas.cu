@@ -405,18 +405,15 @@ mas_status hard_cuda_run(const mas_tensor3 *value, const int64_t *x_len, const i
     f.run_begin = (int32_t *)(ws + L.run_begin);
     f.run_end = (int32_t *)(ws + L.run_end);
     f.score_f64 = dtype == MAS_FLOAT64;
-    return hard_finish(f, out, s, error_word);
+    return hard_finish(f, out, dev, s, error_word);
 }
 
 } // namespace
 
 namespace mas_cuda {
 
-mas_status hard_finish(const HardFinish &f, const mas_hard_outputs *out, cudaStream_t s,
-                       uint64_t *error_word) {
-    Device dev;
-    mas_status st = current_device(&dev);
-    if (st != MAS_OK) return st;
+mas_status hard_finish(const HardFinish &f, const mas_hard_outputs *out, const DeviceInfo &dev,
+                       cudaStream_t s, uint64_t *error_word) {
     BacktrackArgs ba;
     ba.B = f.B;
     ba.T = f.T;
@@ -441,8 +438,8 @@ mas_status hard_finish(const HardFinish &f, const mas_hard_outputs *out, cudaStr
     hard_backtrack<<<(unsigned)((f.B + warps_per_block - 1) / warps_per_block),
                      32 * warps_per_block, 0, s>>>(ba);
     if (out->path.data) {
-        st = launch_path(&out->path, f.B, f.T, f.S, ba.frame_token, ba.run_begin, ba.run_end, dev,
-                         s);
+        mas_status st = launch_path(&out->path, f.B, f.T, f.S, ba.frame_token, ba.run_begin,
+                                    ba.run_end, dev, s);
         if (st != MAS_OK) return st;
     }
     return cudaGetLastError() == cudaSuccess ? MAS_OK : MAS_ERR_CUDA;
