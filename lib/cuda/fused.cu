@@ -18,12 +18,14 @@ using namespace mas_cuda;
 
 namespace {
 
-/* Workspace regions from the aligned workspace, each 256-byte aligned: the
- * coefficients [model batch][2J+1][T], then what hard MAS's backtrack reads
- * (hard_finish.h) and the sweep's rings, flags and ticket. */
+/* The workspace: the coefficients [model batch][2J+1][T] from the aligned
+ * start, then hard MAS's regions (hard_common.cuh, with the fused sweep's
+ * shorter rings): what its backtrack reads (hard_finish.h) and the rings,
+ * flags and ticket. hard.total keeps the 256 bytes that align the caller's
+ * pointer. */
 struct FusedLayout {
-    int64_t groups, max_slabs;
-    size_t coef, bits, ring, flags, group_flag, final_score, frame_token, run_begin, run_end;
+    size_t hard_at;
+    HardLayout hard;
     size_t total;
 };
 
@@ -32,29 +34,10 @@ size_t fused_layout(const mas_gauss_align_args *args, FusedLayout *L, mas_gauss_
     if (mas_gauss_align_check_call(args, sh) != MAS_OK) return 0;
     const int64_t B = sh->batch, T = sh->tokens, S = sh->frames, P = 2 * sh->dim + 1;
     if (mas_shape_too_big(B, T, S) || mas_shape_too_big(B, T + S, P)) return SIZE_MAX;
-    const size_t acc = mas_accum_dtype(args->x.dtype) == MAS_FLOAT64 ? 8 : 4;
-    L->groups = (T + 31) / 32;
-    L->max_slabs = (T + kFgTokens - 1) / kFgTokens;
-    size_t at = 0;
-    L->coef = at;
-    at += align256((size_t)sh->model_batch * (size_t)P * (size_t)T * acc);
-    L->bits = at;
-    at += align256((size_t)B * (size_t)L->groups * (size_t)S * 4);
-    L->ring = at;
-    at += align256((size_t)B * (size_t)L->max_slabs * kFgRingFrames * acc * 2);
-    L->flags = at;
-    at += align256(((size_t)B * (size_t)L->max_slabs + 1) * kFlagStride * sizeof(int));
-    L->group_flag = at;
-    at += align256((size_t)B * (size_t)L->groups * sizeof(int));
-    L->final_score = at;
-    at += align256((size_t)B * sizeof(double));
-    L->frame_token = at;
-    at += align256((size_t)B * (size_t)S * 4);
-    L->run_begin = at;
-    at += align256((size_t)B * (size_t)T * 4);
-    L->run_end = at;
-    at += align256((size_t)B * (size_t)T * 4);
-    L->total = at + 256; /* room to align the caller's pointer */
+    const mas_dtype acc = (mas_dtype)mas_accum_dtype(args->x.dtype);
+    L->hard_at = align256((size_t)sh->model_batch * (size_t)P * (size_t)T * mas_dtype_size(acc));
+    L->hard = hard_layout(B, T, S, acc, kFgRingFrames);
+    L->total = L->hard_at + L->hard.total;
     return L->total;
 }
 
@@ -62,8 +45,9 @@ size_t fused_layout(const mas_gauss_align_args *args, FusedLayout *L, mas_gauss_
  * kernel fit a multiprocessor with them, else balanced slices that do. */
 void plan_slices(int64_t J, int es, int *rows, int *slices) {
     const size_t budget = 110 * 1024; /* two blocks in the 228 KB of sm_80 / sm_90 */
-    int64_t cap = 1;
-    while (cap < 2 * J && fused_smem((int)(cap + 1), es) <= budget) cap++;
+    const size_t fixed = fused_smem(0, es), per_row = fused_smem(1, es) - fixed;
+    const int64_t fit = (int64_t)((budget - fixed) / per_row);
+    const int64_t cap = fit < 1 ? 1 : (fit < 2 * J ? fit : 2 * J);
     const int64_t n = (2 * J + cap - 1) / cap;
     *slices = (int)n;
     *rows = (int)((2 * J + n - 1) / n);
@@ -138,7 +122,7 @@ extern "C" mas_status mas_align_gaussian_cuda(const mas_gauss_align_args *args,
     const int es = acc == MAS_FLOAT64 ? 8 : 4;
 
     mas_tensor3 coef;
-    coef.data = ws + L.coef;
+    coef.data = ws;
     coef.dtype = acc;
     coef.reserved_ = 0;
     coef.dim[0] = sh.model_batch;
@@ -162,19 +146,21 @@ extern "C" mas_status mas_align_gaussian_cuda(const mas_gauss_align_args *args,
     fa.J = J;
     fa.x_len = args->x_len;
     fa.y_len = args->y_len;
-    fa.bits = (uint32_t *)(ws + L.bits);
-    fa.groups = L.groups;
-    fa.ring = ws + L.ring;
-    fa.max_slabs = L.max_slabs;
-    fa.flags = (int *)(ws + L.flags);
-    fa.ticket = (unsigned *)(ws + L.flags) + (size_t)B * L.max_slabs * kFlagStride;
-    fa.group_flag = (int *)(ws + L.group_flag);
-    fa.final_score = (double *)(ws + L.final_score);
-    fa.slabs = (int)L.max_slabs;
+    const HardLayout &H = L.hard;
+    unsigned char *hw = ws + L.hard_at;
+    fa.bits = (uint32_t *)(hw + H.bits);
+    fa.groups = H.groups;
+    fa.ring = hw + H.ring;
+    fa.max_slabs = H.max_slabs;
+    fa.flags = (int *)(hw + H.flags);
+    fa.ticket = (unsigned *)(hw + H.flags) + (size_t)B * H.max_slabs * kFlagStride;
+    fa.group_flag = (int *)(hw + H.group_flag);
+    fa.final_score = (double *)(hw + H.final_score);
+    fa.slabs = (int)H.max_slabs;
     plan_slices(J, es, &fa.rows, &fa.slices);
     fa.item0 = 0;
     fa.ticket0 = 0;
-    const size_t clear = L.group_flag - L.ring; /* rings, flags, ticket */
+    const size_t clear = H.group_flag - H.ring; /* rings, flags, ticket */
     switch (args->x.dtype) {
     case MAS_FLOAT32: st = launch_fused<float, float>(fa, B, dev, s, clear); break;
     case MAS_FLOAT64: st = launch_fused<double, double>(fa, B, dev, s, clear); break;
@@ -183,21 +169,8 @@ extern "C" mas_status mas_align_gaussian_cuda(const mas_gauss_align_args *args,
     }
     if (st != MAS_OK) return st;
 
-    HardFinish f;
-    f.B = B;
-    f.T = T;
-    f.S = S;
-    f.groups = L.groups;
-    f.x_len = args->x_len;
-    f.y_len = args->y_len;
-    f.bits = fa.bits;
-    f.group_flag = fa.group_flag;
-    f.final_score = fa.final_score;
-    f.frame_token = (int32_t *)(ws + L.frame_token);
-    f.run_begin = (int32_t *)(ws + L.run_begin);
-    f.run_end = (int32_t *)(ws + L.run_end);
-    f.score_f64 = acc == MAS_FLOAT64;
-    return hard_finish(f, out, dev, s, error_word);
+    return hard_finish(H, hw, B, T, S, args->x_len, args->y_len, acc == MAS_FLOAT64, out, dev, s,
+                       error_word);
 }
 
 extern "C" size_t mas_forward_sum_gaussian_cuda_workspace_size(const mas_gauss_align_args *args) {

@@ -170,94 +170,44 @@ __global__ void __launch_bounds__(kFgThreads, 2) fused_forward(FusedArgs a) {
     /* the sweep's state (warp 0): lane l holds tokens base + 2l, base + 2l + 1 */
     TA q[2] = {neg_inf<TA>(), neg_inf<TA>()};
     TA guard[2] = {neg_inf<TA>(), neg_inf<TA>()};
-    using RL = Link<TA>;
-    constexpr int RW = RL::N;
-    typedef unsigned long long ull;
-    const volatile ull *in_global = nullptr;
-    volatile ull *out_global = nullptr;
-    int *in_progress = nullptr;
-    const int *out_progress = nullptr;
-    if (slab > 0) {
-        const size_t line = (size_t)b * a.max_slabs + (slab - 1);
-        in_global = (const volatile ull *)a.ring + line * kFgRingFrames * RW;
-        in_progress = a.flags + line * kFlagStride;
-    }
-    if (base + kFgTokens < X) {
-        const size_t line = (size_t)b * a.max_slabs + slab;
-        out_global = (volatile ull *)a.ring + line * kFgRingFrames * RW;
-        out_progress = a.flags + line * kFlagStride;
-    }
     /* The boundary of chunk c: lane l needs the score of token base-1 at
-     * frame jj = c * kChunk + l - 1 where it is in that token's band (else -inf). */
+     * frame c * kChunk + l - 1 where it is in that token's band (else -inf);
+     * our consumer reads nothing before our last token's first frame. */
     auto wanted = [&](int64_t c) {
         const int64_t jj = c * kChunk + lane - 1;
         return jj >= base - 1 && jj <= base - 1 + width && jj + 1 < Y;
     };
-    auto ring_slot = [&](int64_t c) {
-        const int64_t jj = c * kChunk + lane - 1;
-        return in_global + (jj < 0 ? 0 : jj % kFgRingFrames) * RW;
-    };
-    auto ring_tag = [&](int64_t frame) { return (unsigned)(frame / kFgRingFrames) + 1u; };
-    ull pending[RW];
-#pragma unroll
-    for (int k = 0; k < RW; ++k) pending[k] = 0;
-    if (warp == 0 && in_global && wanted(c_first)) RL::fetch(ring_slot(c_first), pending);
-    int64_t seen_progress = 0;
+    SlabRing<TA, kFgRingFrames> ring;
+    ring.out_first = base + kFgTokens - 1;
+    if (slab > 0) {
+        const size_t line = (size_t)b * a.max_slabs + (slab - 1);
+        ring.in = (const volatile unsigned long long *)a.ring + line * kFgRingFrames * ring.RW;
+        ring.in_progress = a.flags + line * kFlagStride;
+    }
+    if (base + kFgTokens < X) {
+        const size_t line = (size_t)b * a.max_slabs + slab;
+        ring.out = (volatile unsigned long long *)a.ring + line * kFgRingFrames * ring.RW;
+        ring.out_progress = a.flags + line * kFlagStride;
+    }
+    if (warp == 0 && ring.in) ring.fetch(c_first, lane, wanted(c_first));
 
     auto sweep = [&](int64_t c, const unsigned char *tile) {
         const int64_t j0 = c * kChunk;
         const int nf = (int)(Y - j0 < kChunk ? Y - j0 : kChunk);
         TA boundary;
-        if (in_global) {
-            boundary = RL::settle(ring_slot(c), pending, ring_tag(c * kChunk + lane - 1), wanted(c),
-                                  neg_inf<TA>());
-            if (c + 1 <= c_last && wanted(c + 1)) RL::fetch(ring_slot(c + 1), pending);
-            if (c % 2 == 1 || c == c_last) { /* once a tile: frames < j0 + nf - 1 are read */
-                __syncwarp();
-                if (lane == 0) store_release(in_progress, (int)(j0 + nf - 1));
-            }
+        if (ring.in) {
+            boundary = ring.settle(c, lane, wanted(c));
+            if (c + 1 <= c_last) ring.fetch(c + 1, lane, wanted(c + 1));
+            if (c % 2 == 1 || c == c_last) ring.release(lane, j0 + nf - 1); /* once a tile */
         } else {
             boundary = j0 + lane - 1 == -1 ? (TA)0 : neg_inf<TA>(); /* the virtual start */
         }
         uint32_t ballots[2] = {0u, 0u};
         TA top = neg_inf<TA>();
-        const bool inside = base + kFgTokens - 1 <= j0 && base >= j0 + kChunk - 1 - width;
-        const int64_t lead64 = base + 2 * lane - j0;
-        const int lead = (int)(lead64 > (1 << 30) ? (1 << 30) : (lead64 < -(1 << 30) ? -(1 << 30) : lead64));
-        const int wid = (int)(width > (1 << 30) ? (1 << 30) : width);
-        if (nf == kChunk && inside)
-            sweep_chunk<TA, 2, LOAD_BTS, true, false>(tile, lane, kChunk, lead, wid, boundary, q, guard,
-                                                      ballots, top);
-        else if (nf == kChunk)
-            sweep_chunk<TA, 2, LOAD_BTS, true, true>(tile, lane, kChunk, lead, wid, boundary, q, guard,
-                                                     ballots, top);
-        else
-            sweep_chunk<TA, 2, LOAD_BTS, false, true>(tile, lane, nf, lead, wid, boundary, q, guard,
-                                                      ballots, top);
-        if (lane < nf) {
-#pragma unroll
-            for (int m = 0; m < 2; ++m) {
-                const int64_t g = first_group + m;
-                if (g < live_groups) item_bits[g * a.S + j0 + lane] = token_order_word<2>(ballots, m);
-            }
-        }
-        if (out_global) {
-            /* slot reuse: the consumer has read the frames of the previous lap
-             * (those before its first token's band, base + 63, it never reads) */
-            const int64_t need = j0 + kChunk - kFgRingFrames;
-            if (need > base + kFgTokens - 1 && seen_progress < need) {
-                int seen = 0;
-                if (lane == 0) {
-                    do {
-                        seen = load_acquire(out_progress);
-                    } while (seen < need);
-                }
-                seen_progress = __shfl_sync(kFullMask, seen, 0);
-                __syncwarp();
-            }
-            if (lane < nf) RL::put(out_global + ((j0 + lane) % kFgRingFrames) * RW, top,
-                                   ring_tag(j0 + lane));
-        }
+        sweep_chunk_at<TA, 2, LOAD_BTS>(tile, lane, nf, base, j0, width, boundary, q, guard, ballots,
+                                        top);
+        store_decisions<2>(item_bits, a.S, first_group, live_groups, j0, lane, nf, ballots);
+        if (ring.out) ring.put(j0, nf, lane, top);
     };
 
     const int tf = tid >> 4, tg = tid & 15; /* frames tf*4 + i, tokens tg*4 + j */
@@ -309,17 +259,8 @@ __global__ void __launch_bounds__(kFgThreads, 2) fused_forward(FusedArgs a) {
         }
     }
     if (warp != 0) return;
-
-    bool any_bad = false;
-#pragma unroll
-    for (int k = 0; k < 2; ++k) {
-        const int64_t tok = base + 2 * lane + k;
-        if (tok < X) any_bad |= !(guard[k] < pos_inf<TA>()); /* band cells only */
-        if (tok == X - 1) a.final_score[b] = (double)q[k];
-    }
-    const int bad = __any_sync(kFullMask, any_bad) ? 1 : 0;
-    if (lane < 2 && first_group + lane < live_groups)
-        a.group_flag[(size_t)b * a.groups + first_group + lane] = bad;
+    finish_sweep<TA, 2>(base, lane, X, q, guard, a.final_score + b,
+                        a.group_flag + (size_t)b * a.groups, first_group, live_groups);
 }
 
 } // namespace mas_cuda

@@ -123,7 +123,10 @@ static inline int64_t view_stride(const mas_tensor3 *t, int k) {
     return t->dim[k] == 1 ? 0 : t->stride[k];
 }
 
-static inline HardLayout hard_layout(int64_t B, int64_t T, int64_t S, mas_dtype dtype) {
+/* ring_frames: entries a global ring (the fused sweep's consumers lag less
+ * than hard_forward's and take a shorter one). */
+static inline HardLayout hard_layout(int64_t B, int64_t T, int64_t S, mas_dtype dtype,
+                                     int ring_frames = kGlobalRingFrames) {
     HardLayout L;
     size_t acc = dtype == MAS_FLOAT64 ? 8 : 4;
     L.groups = (T + 31) / 32;
@@ -132,7 +135,7 @@ static inline HardLayout hard_layout(int64_t B, int64_t T, int64_t S, mas_dtype 
     L.bits = at;
     at += align256((size_t)B * (size_t)L.groups * (size_t)S * 4);
     L.ring = at;
-    at += align256((size_t)B * (size_t)L.max_slabs * kGlobalRingFrames * acc * 2);
+    at += align256((size_t)B * (size_t)L.max_slabs * (size_t)ring_frames * acc * 2);
     L.flags = at;
     at += align256(((size_t)B * (size_t)L.max_slabs + 1) * kFlagStride * sizeof(int));
     L.group_flag = at;

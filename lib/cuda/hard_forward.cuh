@@ -304,6 +304,128 @@ __device__ __forceinline__ void sweep_chunk(const unsigned char *tile, int lane,
     }
 }
 
+/* The recurrence over chunk [j0, j0 + nf) for the warp's tokens from base
+ * (32 K of them), in the form the chunk needs: whole and inside the band
+ * (no per-cell band test), whole and crossing an edge of the band (token ==
+ * frame, or token == frame - width), or cut by y_len. */
+template <typename TV, int K, int MODE>
+__device__ __forceinline__ void sweep_chunk_at(const unsigned char *tile, int lane, int nf,
+                                               int64_t base, int64_t j0, int64_t width,
+                                               typename AccOf<TV>::type boundary,
+                                               typename AccOf<TV>::type (&q)[K],
+                                               typename AccOf<TV>::type (&guard)[K],
+                                               uint32_t (&ballots)[K],
+                                               typename AccOf<TV>::type &top) {
+    /* (with nf == kChunk this is chunk_inside_band) */
+    const bool inside = base + 32 * K - 1 <= j0 && base >= j0 + kChunk - 1 - width;
+    const int64_t lead64 = base + K * lane - j0;
+    const int lead = (int)(lead64 > (1 << 30) ? (1 << 30) : (lead64 < -(1 << 30) ? -(1 << 30) : lead64));
+    const int wid = (int)(width > (1 << 30) ? (1 << 30) : width);
+    if (nf == kChunk && inside)
+        sweep_chunk<TV, K, MODE, true, false>(tile, lane, kChunk, lead, wid, boundary, q, guard,
+                                              ballots, top);
+    else if (nf == kChunk)
+        sweep_chunk<TV, K, MODE, true, true>(tile, lane, kChunk, lead, wid, boundary, q, guard,
+                                             ballots, top);
+    else
+        sweep_chunk<TV, K, MODE, false, true>(tile, lane, nf, lead, wid, boundary, q, guard,
+                                              ballots, top);
+}
+
+/* The hand-over of boundary scores between the sweep warps of two blocks
+ * of one item: a global ring of FRAMES tagged entries (dp_link.cuh; the
+ * tag is the frame's lap + 1), the producer writing the score of its last
+ * token at every frame it sweeps, the consumer reading the frames it wants
+ * (the score of token base-1 at frame j0 + lane - 1; -inf elsewhere) one
+ * chunk ahead, and releasing how far it has read now and then. Before it
+ * reuses a slot the producer waits for that release, except for frames
+ * before out_first, which its consumer never reads. Shared by hard_forward
+ * and the fused sweep (fused_forward.cuh). */
+template <typename TA, int FRAMES> struct SlabRing {
+    using RL = Link<TA>;
+    static constexpr int RW = RL::N;
+    typedef unsigned long long ull;
+    const volatile ull *in = nullptr; /* from the block before (nullptr: none) */
+    volatile ull *out = nullptr;      /* to the block after (nullptr: none) */
+    int *in_progress = nullptr;       /* frames this consumer has read */
+    const int *out_progress = nullptr; /* frames our consumer has read */
+    int64_t out_first = 0;
+    int64_t seen = 0;
+    ull pending[RW] = {};
+
+    __device__ unsigned tag(int64_t frame) const { return (unsigned)(frame / FRAMES) + 1u; }
+    __device__ const volatile ull *slot(int64_t jj) const {
+        return in + (jj < 0 ? 0 : jj % FRAMES) * RW;
+    }
+    /* issue the read of chunk c's boundary (the lane wants its frame) */
+    __device__ void fetch(int64_t c, int lane, bool want) {
+        const int64_t jj = c * kChunk + lane - 1;
+        if (want) RL::fetch(slot(jj), pending);
+    }
+    /* chunk c's boundary, waiting for the producer where it is behind */
+    __device__ TA settle(int64_t c, int lane, bool want) {
+        const int64_t jj = c * kChunk + lane - 1;
+        return RL::settle(slot(jj), pending, tag(jj), want, neg_inf<TA>());
+    }
+    /* frames before `read` are read (the warp barrier orders every lane's
+     * reads before lane 0's release) */
+    __device__ void release(int lane, int64_t read) {
+        __syncwarp();
+        if (lane == 0) store_release(in_progress, (int)read);
+    }
+    /* the scores of the last token at frames j0 .. j0 + nf - 1 */
+    __device__ void put(int64_t j0, int nf, int lane, TA top) {
+        /* slot reuse: the consumer has read the frames of the previous lap
+         * (rarely waits: the ring is longer than the consumer's lag) */
+        const int64_t need = j0 + kChunk - FRAMES;
+        if (need > out_first && seen < need) {
+            int got = 0;
+            if (lane == 0) {
+                do {
+                    got = load_acquire(out_progress);
+                } while (got < need);
+            }
+            seen = __shfl_sync(kFullMask, got, 0);
+            __syncwarp(); /* lane 0's acquire before every lane's store */
+        }
+        if (lane < nf) RL::put(out + ((j0 + lane) % FRAMES) * RW, top, tag(j0 + lane));
+    }
+};
+
+/* A chunk's decision words: lane l < nf stores frame j0 + l of each live
+ * group of the warp's K groups. */
+template <int K>
+__device__ __forceinline__ void store_decisions(uint32_t *item_bits, int64_t S,
+                                                int64_t first_group, int64_t live_groups,
+                                                int64_t j0, int lane, int nf,
+                                                const uint32_t (&ballots)[K]) {
+    if (lane >= nf) return;
+#pragma unroll
+    for (int m = 0; m < K; ++m) {
+        const int64_t g = first_group + m;
+        if (g < live_groups) item_bits[g * S + j0 + lane] = token_order_word<K>(ballots, m);
+    }
+}
+
+/* After a sweep warp's last chunk: the final score (the warp holding token
+ * X-1) and the NaN/+inf flag of each of its live groups (group_flag: the
+ * item's row), written whatever they hold, so they need no clearing. */
+template <typename TA, int K>
+__device__ __forceinline__ void finish_sweep(int64_t base, int lane, int64_t X, const TA (&q)[K],
+                                             const TA (&guard)[K], double *final_score,
+                                             int *group_flag, int64_t first_group,
+                                             int64_t live_groups) {
+    bool any_bad = false;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        const int64_t tok = base + K * lane + k;
+        if (tok < X) any_bad |= !(guard[k] < pos_inf<TA>()); /* band cells only */
+        if (tok == X - 1) *final_score = (double)q[k];
+    }
+    const int bad = __any_sync(kFullMask, any_bad) ? 1 : 0;
+    if (lane < K && first_group + lane < live_groups) group_flag[first_group + lane] = bad;
+}
+
 template <typename TV, int K, int MODE>
 __global__ void __launch_bounds__(512) hard_forward(ForwardArgs a) {
     using TA = typename AccOf<TV>::type;
@@ -334,45 +456,28 @@ __global__ void __launch_bounds__(512) hard_forward(ForwardArgs a) {
      * lap + 1). */
     const TA *in_smem = w > 0 ? rings + (w - 1) * kRing : nullptr;
     TA *out_smem = w + 1 < W && base + G::ROWS < X ? rings + w * kRing : nullptr;
-    using RL = Link<TA>;
-    constexpr int RW = RL::N;
-    typedef unsigned long long ull;
-    const volatile ull *in_global = nullptr;
-    volatile ull *out_global = nullptr;
-    int *in_progress = nullptr;       /* frames this consumer has read */
-    const int *out_progress = nullptr; /* frames our consumer has read */
+    SlabRing<TA, kGlobalRingFrames> ring;
     if (w == 0 && slab > 0) {
         size_t line = (size_t)b * a.max_slabs + (slab - 1);
-        in_global = (const volatile ull *)a.ring + line * kGlobalRingFrames * RW;
-        in_progress = a.flags + line * kFlagStride;
+        ring.in = (const volatile unsigned long long *)a.ring + line * kGlobalRingFrames * ring.RW;
+        ring.in_progress = a.flags + line * kFlagStride;
     }
     if (w + 1 == W && base + G::ROWS < X) {
         size_t line = (size_t)b * a.max_slabs + slab;
-        out_global = (volatile ull *)a.ring + line * kGlobalRingFrames * RW;
-        out_progress = a.flags + line * kFlagStride;
+        ring.out = (volatile unsigned long long *)a.ring + line * kGlobalRingFrames * ring.RW;
+        ring.out_progress = a.flags + line * kFlagStride;
     }
     const bool virtual_start = base == 0; /* lane 0 holds token 0 */
     const int64_t width = Y - X;          /* the band: token in [frame - width, frame] */
     const int64_t nch = (Y + kChunk - 1) / kChunk;
-    int64_t seen_progress = 0;
 
     /* The boundary of chunk c: lane l needs the score of token base-1 at
      * frame j0+l-1 (the virtual start, 0, before token 0's first frame). A
-     * global boundary is loaded one chunk ahead (issue) and checked when
+     * global boundary is loaded one chunk ahead (fetch) and checked when
      * its chunk comes (settle): the L2 round trip overlaps a chunk. */
     auto frame_real = [&](int64_t c) {
         const int64_t jj = c * kChunk + lane - 1;
         return jj >= 0 && jj + 1 < Y;
-    };
-    auto ring_tag = [&](int64_t frame) { return (unsigned)(frame / kGlobalRingFrames) + 1u; };
-    auto issue = [&](int64_t c, ull (&raw)[RW]) {
-        const int64_t jj = c * kChunk + lane - 1;
-        if (frame_real(c)) RL::fetch(in_global + (jj % kGlobalRingFrames) * RW, raw);
-    };
-    auto settle = [&](int64_t c, ull (&raw)[RW]) -> TA {
-        const int64_t jj = c * kChunk + lane - 1;
-        const volatile ull *slot = in_global + (jj < 0 ? 0 : jj % kGlobalRingFrames) * RW;
-        return RL::settle(slot, raw, ring_tag(jj), frame_real(c), neg_inf<TA>());
     };
     auto boundary_local = [&](int64_t c) -> TA {
         const int64_t jj = c * kChunk + lane - 1;
@@ -399,10 +504,7 @@ __global__ void __launch_bounds__(512) hard_forward(ForwardArgs a) {
     const int64_t first_group = base / 32;
     const int64_t live_groups = (X + 31) / 32;
     uint32_t *item_bits = a.bits + (size_t)b * a.groups * a.S;
-    ull pending[RW];
-#pragma unroll
-    for (int k = 0; k < RW; ++k) pending[k] = 0;
-    if (active && in_global) issue(0, pending);
+    if (active && ring.in) ring.fetch(0, lane, frame_real(0));
 
     /* Step st: warp w sweeps chunk st-w, so warp w-1 wrote the ring values
      * warp w reads one barrier earlier. */
@@ -421,16 +523,13 @@ __global__ void __launch_bounds__(512) hard_forward(ForwardArgs a) {
                                        jl, X, Y, lane, chunk_inside_band(base, G::ROWS, jl, X, Y));
             async_commit();
             TA boundary = neg_inf<TA>();
-            if (in_global) {
-                if (!below_band) boundary = settle(c, pending);
+            if (ring.in) {
+                if (!below_band) boundary = ring.settle(c, lane, frame_real(c));
                 /* Frames before j0+nf-1 are read: tell the producer now and
-                 * then (the warp barrier orders every lane's reads before
-                 * lane 0's release, the release before its overwrite). */
-                if (c % kProgressChunks == kProgressChunks - 1 || c + 1 == nch) {
-                    __syncwarp();
-                    if (lane == 0) store_release(in_progress, (int)(j0 + nf - 1));
-                }
-                if (c + 1 < nch) issue(c + 1, pending);
+                 * then. */
+                if (c % kProgressChunks == kProgressChunks - 1 || c + 1 == nch)
+                    ring.release(lane, j0 + nf - 1);
+                if (c + 1 < nch) ring.fetch(c + 1, lane, frame_real(c + 1));
             } else {
                 boundary = boundary_local(c);
             }
@@ -442,66 +541,18 @@ __global__ void __launch_bounds__(512) hard_forward(ForwardArgs a) {
 #pragma unroll
             for (int k = 0; k < K; ++k) ballots[k] = 0;
             TA top = neg_inf<TA>();
-            /* Does the chunk cross an edge of the band (token == frame, or
-             * token == frame - width)? */
-            const bool inside = base + G::ROWS - 1 <= j0 && base >= j0 + kChunk - 1 - width;
-            /* (with nf == kChunk this is chunk_inside_band) */
-            const int64_t lead64 = base + K * lane - j0;
-            const int lead = (int)(lead64 > (1 << 30) ? (1 << 30) : (lead64 < -(1 << 30) ? -(1 << 30) : lead64));
-            const int wid = (int)(width > (1 << 30) ? (1 << 30) : width);
-            if (below_band)
-                ;
-            else if (nf == kChunk && inside)
-                sweep_chunk<TV, K, MODE, true, false>(tile, lane, kChunk, lead, wid, boundary, q, guard,
-                                                      ballots, top);
-            else if (nf == kChunk)
-                sweep_chunk<TV, K, MODE, true, true>(tile, lane, kChunk, lead, wid, boundary, q, guard,
-                                                     ballots, top);
-            else
-                sweep_chunk<TV, K, MODE, false, true>(tile, lane, nf, lead, wid, boundary, q, guard,
-                                                      ballots, top);
-
-            if (lane < nf) {
-#pragma unroll
-                for (int m = 0; m < K; ++m) {
-                    int64_t g = first_group + m;
-                    if (g < live_groups) item_bits[g * a.S + j0 + lane] = token_order_word<K>(ballots, m);
-                }
-            }
+            if (!below_band)
+                sweep_chunk_at<TV, K, MODE>(tile, lane, nf, base, j0, width, boundary, q, guard,
+                                            ballots, top);
+            store_decisions<K>(item_bits, a.S, first_group, live_groups, j0, lane, nf, ballots);
             if (out_smem && lane < nf) out_smem[(j0 + lane) % kRing] = top;
-            if (out_global) {
-                /* Slot reuse: the frames of the previous lap in these slots
-                 * must have been read (rarely waits: the ring is far longer
-                 * than the consumer's lag). */
-                const int64_t need = j0 + kChunk - kGlobalRingFrames;
-                if (seen_progress < need) {
-                    int seen = 0;
-                    if (lane == 0) {
-                        do {
-                            seen = load_acquire(out_progress);
-                        } while (seen < need);
-                    }
-                    seen_progress = __shfl_sync(kFullMask, seen, 0);
-                    __syncwarp(); /* lane 0's acquire before every lane's store */
-                }
-                if (lane < nf) RL::put(out_global + ((j0 + lane) % kGlobalRingFrames) * RW, top,
-                                       ring_tag(j0 + lane));
-            }
+            if (ring.out) ring.put(j0, nf, lane, top);
         }
         __syncthreads();
     }
     if (!active) return;
-
-    bool any_bad = false;
-#pragma unroll
-    for (int k = 0; k < K; ++k) {
-        int64_t tok = base + K * lane + k;
-        if (tok < X) any_bad |= !(guard[k] < pos_inf<TA>()); /* band cells only */
-        if (tok == X - 1) a.final_score[b] = (double)q[k];
-    }
-    /* Written whatever it holds, so the flags need no clearing per call. */
-    const int bad = __any_sync(kFullMask, any_bad) ? 1 : 0;
-    if (lane < K && first_group + lane < live_groups) a.group_flag[(size_t)b * a.groups + first_group + lane] = bad;
+    finish_sweep<TA, K>(base, lane, X, q, guard, a.final_score + b, a.group_flag + (size_t)b * a.groups,
+                        first_group, live_groups);
 }
 
 } // namespace mas_cuda

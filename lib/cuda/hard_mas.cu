@@ -391,54 +391,43 @@ mas_status hard_cuda_run(const mas_tensor3 *value, const int64_t *x_len, const i
     }
     if (st != MAS_OK) return st;
 
-    HardFinish f;
-    f.B = B;
-    f.T = T;
-    f.S = S;
-    f.groups = L.groups;
-    f.x_len = x_len;
-    f.y_len = y_len;
-    f.bits = fa.bits;
-    f.group_flag = fa.group_flag;
-    f.final_score = fa.final_score;
-    f.frame_token = (int32_t *)(ws + L.frame_token);
-    f.run_begin = (int32_t *)(ws + L.run_begin);
-    f.run_end = (int32_t *)(ws + L.run_end);
-    f.score_f64 = dtype == MAS_FLOAT64;
-    return hard_finish(f, out, dev, s, error_word);
+    return hard_finish(L, ws, B, T, S, x_len, y_len, dtype == MAS_FLOAT64, out, dev, s,
+                       error_word);
 }
 
 } // namespace
 
 namespace mas_cuda {
 
-mas_status hard_finish(const HardFinish &f, const mas_hard_outputs *out, const DeviceInfo &dev,
-                       cudaStream_t s, uint64_t *error_word) {
+mas_status hard_finish(const HardLayout &L, unsigned char *ws, int64_t B, int64_t T, int64_t S,
+                       const int64_t *x_len, const int64_t *y_len, bool score_f64,
+                       const mas_hard_outputs *out, const DeviceInfo &dev, cudaStream_t s,
+                       uint64_t *error_word) {
     BacktrackArgs ba;
-    ba.B = f.B;
-    ba.T = f.T;
-    ba.S = f.S;
-    ba.groups = f.groups;
-    ba.x_len = f.x_len;
-    ba.y_len = f.y_len;
-    ba.bits = f.bits;
-    ba.group_flag = f.group_flag;
-    ba.final_score = f.final_score;
-    ba.frame_token = f.frame_token;
-    ba.run_begin = f.run_begin;
-    ba.run_end = f.run_end;
+    ba.B = B;
+    ba.T = T;
+    ba.S = S;
+    ba.groups = L.groups;
+    ba.x_len = x_len;
+    ba.y_len = y_len;
+    ba.bits = (const uint32_t *)(ws + L.bits);
+    ba.group_flag = (const int *)(ws + L.group_flag);
+    ba.final_score = (const double *)(ws + L.final_score);
+    ba.frame_token = (int32_t *)(ws + L.frame_token);
+    ba.run_begin = (int32_t *)(ws + L.run_begin);
+    ba.run_end = (int32_t *)(ws + L.run_end);
     ba.durations = out->durations;
     ba.durations_stride = out->durations_stride;
     ba.indices = out->indices;
     ba.indices_stride = out->indices_stride;
     ba.score = out->score;
-    ba.score_f64 = f.score_f64;
+    ba.score_f64 = score_f64;
     ba.error_word = (unsigned long long *)error_word;
     const int warps_per_block = 4;
-    hard_backtrack<<<(unsigned)((f.B + warps_per_block - 1) / warps_per_block),
+    hard_backtrack<<<(unsigned)((B + warps_per_block - 1) / warps_per_block),
                      32 * warps_per_block, 0, s>>>(ba);
     if (out->path.data) {
-        mas_status st = launch_path(&out->path, f.B, f.T, f.S, ba.frame_token, ba.run_begin,
+        mas_status st = launch_path(&out->path, B, T, S, ba.frame_token, ba.run_begin,
                                     ba.run_end, dev, s);
         if (st != MAS_OK) return st;
     }

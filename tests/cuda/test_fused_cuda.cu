@@ -27,34 +27,40 @@
 
 #include "cuda_check.h"
 #include "mas.h"
+#include "test_common.h"
 
-static int64_t g_checks = 0, g_failures = 0;
-static char g_case[256];
-
-#define CHECK(ok, ...)                                                                 \
-    do {                                                                               \
-        g_checks++;                                                                    \
-        if (!(ok)) {                                                                   \
-            g_failures++;                                                              \
-            if (g_failures < 40) {                                                     \
-                printf("FAIL %s:%d [%s] ", __FILE__, __LINE__, g_case);                \
-                printf(__VA_ARGS__);                                                   \
-                printf("\n");                                                          \
-            }                                                                          \
-        }                                                                              \
-    } while (0)
-
-static uint64_t g_rng;
-static double urand() {
-    g_rng ^= g_rng << 13;
-    g_rng ^= g_rng >> 7;
-    g_rng ^= g_rng << 17;
-    return (double)(g_rng >> 11) / 9007199254740992.0;
-}
-static int64_t irand(int64_t lo, int64_t hi) { return lo + (int64_t)(urand() * (double)(hi - lo + 1)); }
 static bool chance(double p) { return urand() < p; }
 
 static size_t dsize(mas_dtype d) { return mas_dtype_size(d); }
+
+static mas_tensor3 t3(void *data, mas_dtype dtype, int64_t d0, int64_t d1, int64_t d2, int64_t s0,
+                      int64_t s1, int64_t s2) {
+    mas_tensor3 t;
+    memset(&t, 0, sizeof t);
+    t.data = data;
+    t.dtype = dtype;
+    t.dim[0] = d0;
+    t.dim[1] = d1;
+    t.dim[2] = d2;
+    t.stride[0] = s0;
+    t.stride[1] = s1;
+    t.stride[2] = s2;
+    return t;
+}
+
+/* Every output of hard MAS (path uint8 [B, T, S]). */
+static mas_hard_outputs hard_outputs(void *path, int32_t *dur, int32_t *idx, void *score, int64_t B,
+                                     int64_t T, int64_t S) {
+    mas_hard_outputs o;
+    memset(&o, 0, sizeof o);
+    o.path = t3(path, MAS_UINT8, B, T, S, T * S, S, 1);
+    o.durations = dur;
+    o.durations_stride = T;
+    o.indices = idx;
+    o.indices_stride = S;
+    o.score = score;
+    return o;
+}
 
 /* value v stored as dtype d at element k of buf */
 static void store(std::vector<unsigned char> &buf, int64_t k, mas_dtype d, double v) {
@@ -105,8 +111,7 @@ static void run_case(const Case &c) {
     snprintf(g_case, sizeof g_case, "B=%lld T=%lld S=%lld J=%lld zt=%d mt=%d fm=%d shared=%d",
              (long long)c.B, (long long)c.T, (long long)c.S, (long long)c.J, (int)c.zt, (int)c.mt,
              (int)c.frame_major, (int)c.shared_model);
-    printf("case %s\n", g_case); /* a hang names its case */
-    fflush(stdout);
+    progress();
     const int64_t B = c.B, T = c.T, S = c.S, J = c.J, MB = c.shared_model ? 1 : B;
     std::vector<unsigned char> z((size_t)(B * S * J) * dsize(c.zt));
     std::vector<unsigned char> mean((size_t)(MB * T * J) * dsize(c.mt)),
@@ -155,27 +160,9 @@ static void run_case(const Case &c) {
     auto args_of = [&](void *zp, void *mp, void *lp, const int64_t *x, const int64_t *y) {
         mas_gauss_align_args a;
         memset(&a, 0, sizeof a);
-        a.x.data = zp;
-        a.x.dtype = c.zt;
-        a.x.dim[0] = B;
-        a.x.dim[1] = S;
-        a.x.dim[2] = J;
-        a.x.stride[0] = S * J;
-        a.x.stride[1] = c.frame_major ? J : 1;
-        a.x.stride[2] = c.frame_major ? 1 : S;
-        mas_tensor3 m;
-        memset(&m, 0, sizeof m);
-        m.dtype = c.mt;
-        m.dim[0] = MB;
-        m.dim[1] = T;
-        m.dim[2] = J;
-        m.stride[0] = J * T;
-        m.stride[1] = 1;
-        m.stride[2] = T;
-        a.params.means = m;
-        a.params.means.data = mp;
-        a.params.spread = m;
-        a.params.spread.data = lp;
+        a.x = t3(zp, c.zt, B, S, J, S * J, c.frame_major ? J : 1, c.frame_major ? 1 : S);
+        a.params.means = t3(mp, c.mt, MB, T, J, J * T, 1, T);
+        a.params.spread = t3(lp, c.mt, MB, T, J, J * T, 1, T);
         a.params.spread_kind = MAS_SPREAD_LOG_STD;
         a.x_len = x;
         a.y_len = y;
@@ -192,21 +179,8 @@ static void run_case(const Case &c) {
     cpu.score.assign((size_t)B * ss, 0xCD);
     {
         mas_gauss_align_args a = args_of(z.data(), mean.data(), logs.data(), xl.data(), yl.data());
-        mas_hard_outputs o;
-        memset(&o, 0, sizeof o);
-        o.path.data = cpu.path.data();
-        o.path.dtype = MAS_UINT8;
-        o.path.dim[0] = B;
-        o.path.dim[1] = T;
-        o.path.dim[2] = S;
-        o.path.stride[0] = T * S;
-        o.path.stride[1] = S;
-        o.path.stride[2] = 1;
-        o.durations = cpu.dur.data();
-        o.durations_stride = T;
-        o.indices = cpu.idx.data();
-        o.indices_stride = S;
-        o.score = cpu.score.data();
+        mas_hard_outputs o = hard_outputs(cpu.path.data(), cpu.dur.data(), cpu.idx.data(),
+                                          cpu.score.data(), B, T, S);
         size_t ws = mas_align_gaussian_cpu_workspace_size(&a, 1);
         std::vector<unsigned char> w(ws);
         mas_error err;
@@ -230,21 +204,8 @@ static void run_case(const Case &c) {
         CUDA_OK(cudaMemset(dscore.p, 0x33, B * 8));
         const uint64_t none = ~0ull;
         CUDA_OK(cudaMemcpy(dword.p, &none, 8, cudaMemcpyHostToDevice));
-        mas_hard_outputs o;
-        memset(&o, 0, sizeof o);
-        o.path.data = dpath.p;
-        o.path.dtype = MAS_UINT8;
-        o.path.dim[0] = B;
-        o.path.dim[1] = T;
-        o.path.dim[2] = S;
-        o.path.stride[0] = T * S;
-        o.path.stride[1] = S;
-        o.path.stride[2] = 1;
-        o.durations = (int32_t *)ddur.p;
-        o.durations_stride = T;
-        o.indices = (int32_t *)didx.p;
-        o.indices_stride = S;
-        o.score = dscore.p;
+        mas_hard_outputs o = hard_outputs(dpath.p, (int32_t *)ddur.p, (int32_t *)didx.p,
+                                          dscore.p, B, T, S);
         mas_status st;
         if (fused) {
             size_t ws = mas_align_gaussian_cuda_workspace_size(&a);
@@ -256,16 +217,7 @@ static void run_case(const Case &c) {
         } else {
             const int64_t P = 2 * J + 1;
             DevBuf coef(MB * P * T * ss), value(B * T * S * ss);
-            mas_tensor3 cv;
-            memset(&cv, 0, sizeof cv);
-            cv.data = coef.p;
-            cv.dtype = acc;
-            cv.dim[0] = MB;
-            cv.dim[1] = P;
-            cv.dim[2] = T;
-            cv.stride[0] = P * T;
-            cv.stride[1] = T;
-            cv.stride[2] = 1;
+            mas_tensor3 cv = t3(coef.p, acc, MB, P, T, P * T, T, 1);
             st = mas_gauss_coef_cuda(&a.params, &cv, nullptr, (uint64_t *)dword.p);
             CHECK(st == MAS_OK, "coef status %d", (int)st);
             mas_loglik_args la;
@@ -275,21 +227,10 @@ static void run_case(const Case &c) {
             la.n_states = T;
             la.n_len = a.y_len;
             la.s_len = a.x_len;
-            la.out.data = value.p;
-            la.out.dtype = acc;
-            la.out.dim[0] = B;
-            la.out.dim[1] = S;
-            la.out.dim[2] = T;
-            la.out.stride[0] = T * S;
-            la.out.stride[1] = 1;
-            la.out.stride[2] = S;
+            la.out = t3(value.p, acc, B, S, T, T * S, 1, S); /* [B, T, S] seen as [B, S, T] */
             st = mas_loglik_cuda(&la, nullptr, 0, nullptr, (uint64_t *)dword.p);
             CHECK(st == MAS_OK, "loglik status %d", (int)st);
-            mas_tensor3 vv = la.out;
-            vv.dim[1] = T;
-            vv.dim[2] = S;
-            vv.stride[1] = S;
-            vv.stride[2] = 1;
+            const mas_tensor3 vv = t3(value.p, acc, B, T, S, T * S, S, 1);
             size_t ws = mas_hard_cuda_workspace_size(B, T, S, acc);
             DevBuf w(ws);
             st = mas_hard_cuda(&vv, a.x_len, a.y_len, &o, w.p, ws, nullptr, (uint64_t *)dword.p);
@@ -350,24 +291,9 @@ static void host_checks() {
     DevBuf z(B * S * J * 4), m(B * T * J * 4), l(B * T * J * 4), x(B * 8), y(B * 8), d(B * T * 4);
     mas_gauss_align_args a;
     memset(&a, 0, sizeof a);
-    a.x.data = z.p;
-    a.x.dtype = MAS_FLOAT32;
-    a.x.dim[0] = B;
-    a.x.dim[1] = S;
-    a.x.dim[2] = J;
-    a.x.stride[0] = S * J;
-    a.x.stride[1] = J;
-    a.x.stride[2] = 1;
-    a.params.means.data = m.p;
-    a.params.means.dtype = MAS_FLOAT32;
-    a.params.means.dim[0] = B;
-    a.params.means.dim[1] = T;
-    a.params.means.dim[2] = J;
-    a.params.means.stride[0] = T * J;
-    a.params.means.stride[1] = J;
-    a.params.means.stride[2] = 1;
-    a.params.spread = a.params.means;
-    a.params.spread.data = l.p;
+    a.x = t3(z.p, MAS_FLOAT32, B, S, J, S * J, J, 1);
+    a.params.means = t3(m.p, MAS_FLOAT32, B, T, J, T * J, J, 1);
+    a.params.spread = t3(l.p, MAS_FLOAT32, B, T, J, T * J, J, 1);
     a.params.spread_kind = MAS_SPREAD_LOG_STD;
     a.x_len = (const int64_t *)x.p;
     a.y_len = (const int64_t *)y.p;

@@ -23,36 +23,9 @@
 #include "common/gauss_coef.h"
 #include "cuda_check.h"
 #include "mas.h"
+#include "test_common.h"
 
-static int64_t g_checks = 0, g_failures = 0;
 static double g_tf32_worst = 0, g_tf32_worst_abs = 0;
-static char g_case[256];
-
-#define CHECK(ok, ...)                                                                 \
-    do {                                                                               \
-        g_checks++;                                                                    \
-        if (!(ok)) {                                                                   \
-            g_failures++;                                                              \
-            if (g_failures < 40) {                                                     \
-                printf("FAIL %s:%d [%s] ", __FILE__, __LINE__, g_case);                \
-                printf(__VA_ARGS__);                                                   \
-                printf("\n");                                                          \
-            }                                                                          \
-        }                                                                              \
-    } while (0)
-
-static uint64_t g_rng;
-static double urand() {
-    g_rng ^= g_rng << 13;
-    g_rng ^= g_rng >> 7;
-    g_rng ^= g_rng << 17;
-    return (double)(g_rng >> 11) / 9007199254740992.0;
-}
-static double nrand() {
-    double u = urand() + 1e-12, v = urand();
-    return sqrt(-2 * log(u)) * cos(6.283185307179586 * v);
-}
-static int64_t irand(int64_t lo, int64_t hi) { return lo + (int64_t)(urand() * (double)(hi - lo + 1)); }
 
 template <typename T> struct Dev {
     T *p = nullptr;

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "mas.h"
+#include "test_common.h"
 
 /* States per block before items run in segments (lib/cuda/soft_sweep.cuh);
  * 0: the library's default. An internal hook, set here to run the segment
@@ -33,34 +34,9 @@ extern "C" int32_t mas_soft_cuda_max_plus_;
 
 /* ---- checks and randomness ------------------------------------------------ */
 
-static int64_t g_checks = 0, g_failures = 0;
-static char g_case[256];
-
-/* MAS_TEST_VERBOSE=1 prints each case as it starts (to find a slow one). */
-static void progress() {
-    static const bool on = getenv("MAS_TEST_VERBOSE") != nullptr;
-    if (on) {
-        printf("case %s\n", g_case);
-        fflush(stdout);
-    }
-}
-
-#define CHECK(ok, ...)                                                                 \
-    do {                                                                               \
-        g_checks++;                                                                    \
-        if (!(ok)) {                                                                   \
-            g_failures++;                                                              \
-            if (g_failures < 40) {                                                     \
-                printf("FAIL %s:%d [%s] ", __FILE__, __LINE__, g_case);                \
-                printf(__VA_ARGS__);                                                   \
-                printf("\n");                                                          \
-            }                                                                          \
-        }                                                                              \
-    } while (0)
-
 #include "cuda_check.h"
 
-static uint64_t g_rng;
+/* splitmix64 on test_common.h's g_rng */
 static uint64_t rng_next(void) {
     g_rng += 0x9e3779b97f4a7c15ull;
     uint64_t z = g_rng;
