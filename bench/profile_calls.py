@@ -34,9 +34,13 @@ def main():
     ap.add_argument("--shape", default="16,60,300")
     ap.add_argument("--ctc", action="store_true",
                     help="forced_align at the issue-12 shape (B=32 S=1500 L=300 V=32) instead")
+    ap.add_argument("--hmm", action="store_true",
+                    help="viterbi of the issue-12 3-state HMM (B=32, 150 phones, S=800) instead")
     args = ap.parse_args()
     if args.ctc:
         return ctc(max(args.calls // 10, 20))
+    if args.hmm:
+        return hmm(max(args.calls // 10, 20))
     B, T, S = (int(x) for x in args.shape.split(","))
     n = args.calls
     dev = torch.device("cuda")
@@ -135,6 +139,31 @@ def ctc(n):
     print(f"  wall per call (back-to-back, synchronised at the end) "
           f"{(time.perf_counter() - t0) / n * 1e6:.1f} us")
     print_profile("forced_align", fa, n, 25)
+
+
+def hmm(n):
+    """viterbi of a 3-state HMM at B=32, 150 phones, S=800 (the topology
+    bench's row): host time per call against the wall, then cProfile."""
+    dev = torch.device("cuda")
+    B, P, S, k = 32, 150, 800, 3
+    em = torch.randn(B, k * P, S, device=dev)
+    topo = libmas.Topology(3, stay=[-0.2, -0.3, -0.2], advance=[-1.0, -1.2, -1.1])
+    Ls = torch.full((B,), P, device=dev)
+    Ss = torch.full((B,), S, device=dev)
+
+    def vit():
+        return libmas.viterbi(em, Ls, Ss, topo)
+    print(f"viterbi 3-state HMM B={B} P={P} S={S}: host time per call (enqueue only) "
+          f"{per_call_us(vit, n):.1f} us")
+    vit()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        vit()
+    torch.cuda.synchronize()
+    print(f"  wall per call (back-to-back, synchronised at the end) "
+          f"{(time.perf_counter() - t0) / n * 1e6:.1f} us")
+    print_profile("viterbi", vit, n, 30)
 
 
 if __name__ == "__main__":

@@ -656,11 +656,18 @@ mas_status mas_topo_forward_sum_cpu(const mas_topo_args *args,
  * (the item statuses above) in *error_word (mas_decode_device_error).
  * Device memory: emissions, labels, token_len, frame_len, the outputs and
  * the workspace; host memory: the topology's stay / advance arrays.
- * Hard: items of up to 1024 states run one block an item; longer chains
- * are split over several blocks that hand the scores at their edges on
- * frame by frame (all of an item's blocks must be resident at once:
- * MAS_ERR_BAD_ARGUMENT beyond: about 130,000 states per item on an H100 in
- * float32, 65,000 in float64).
+ * Hard: a plain chain (no blanks, no token skips, per-state emissions,
+ * k <= 8) runs on hard MAS's kernels (section 4) with the edges'
+ * log-scores added in the same order as the CPU: one block and one launch
+ * an item when its states and frames fit one block's shared memory (rows
+ * 16-byte aligned along frames or states; e.g. 320 states x 800 frames in
+ * float32 on an H100), else several blocks an item in the unbounded
+ * workspace (whose size covers it). Other topologies: items of up to 1024
+ * states run one block an item; longer chains are split over several
+ * blocks that hand the scores at their edges on frame by frame (all of an
+ * item's blocks must be resident at once: MAS_ERR_BAD_ARGUMENT beyond:
+ * about 130,000 states per item on an H100 in float32, 65,000 in float64).
+ * The outputs are the same bits on every route.
  * Soft: one block an item, at most 8192 states (MAS_ERR_BAD_ARGUMENT
  * beyond). Limits of both: k <= 16, frames < 2^31.
  * mas_topo_cuda_workspace_size: bytes for the call (soft = 1) or for the

@@ -37,6 +37,7 @@ struct BacktrackArgs {
     void *score;
     int score_f64;
     unsigned long long *error_word;
+    const int *item_status; /* [B] checks made before (NULL: none); not MAS_OK: the item fails */
 };
 
 /* Word of group g (tokens 32g..32g+31) at frame f; 0 outside what the
@@ -54,7 +55,8 @@ __global__ void __launch_bounds__(128) hard_backtrack(BacktrackArgs a) {
     if (b >= a.B) return;
     const int64_t T = a.T, S = a.S;
     const int64_t X = a.x_len[b], Y = a.y_len[b];
-    int status = length_status(X, Y, T, S);
+    const int pre = a.item_status ? a.item_status[b] : MAS_OK;
+    int status = pre != MAS_OK ? pre : length_status(X, Y, T, S);
     double final_score = 0;
     if (status == MAS_OK) {
         int bad = 0;

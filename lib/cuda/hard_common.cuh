@@ -123,6 +123,62 @@ static inline int64_t view_stride(const mas_tensor3 *t, int k) {
     return t->dim[k] == 1 ? 0 : t->stride[k];
 }
 
+/* A plain chain topology (mas.h section 7: k states a token, per-state
+ * stay and advance log-scores, no blanks, no token skips) run by hard MAS's
+ * forward sweeps: hard MAS over the states with the edges' log-scores
+ * added before the compare, as the CPU's dp_core adds them
+ * (PLUS(alpha + stay, alpha' + move) + cell). */
+constexpr int kChainMaxK = 8;
+struct ChainEdges {
+    int k;                                      /* states a token */
+    double stay[kChainMaxK], move[kChainMaxK]; /* 0 where the topology has none */
+};
+/* A lane's edges into its K consecutive states from `first`, converted to
+ * the accumulator type once (as the CPU converts them); the move into
+ * state 0 comes from the virtual start: 0. */
+template <typename TA, int K> struct LaneEdges {
+    TA s[K], m[K];
+};
+template <typename TA, int K>
+__device__ __forceinline__ LaneEdges<TA, K> lane_edges(const ChainEdges &e, int64_t first) {
+    LaneEdges<TA, K> w;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        const int j = (int)((first + k) % e.k);
+        w.s[k] = (TA)e.stay[j];
+        w.m[k] = first + k == 0 ? (TA)0 : (TA)e.move[j];
+    }
+    return w;
+}
+
+/* The chain's item checks, in the CPU's order (topology.c check_item):
+ * L tokens of k states, F frames, per-state emissions of n_max states and
+ * S frames. */
+__device__ __forceinline__ int chain_length_status(int k, int64_t tokens, int64_t L, int64_t F,
+                                                   int64_t n_max, int64_t S) {
+    if (L < 1 || L > tokens || F < 1 || F > S) return MAS_ERR_BAD_LENGTH;
+    if (L > n_max / k) return MAS_ERR_BAD_LENGTH; /* k L states > n_max */
+    if (L * k > F) return MAS_ERR_TARGET_TOO_LONG;
+    return MAS_OK;
+}
+
+/* How the forward kernels' value tiles reach shared memory. */
+enum { LOAD_BTS = 0, /* frames contiguous, 16-byte aligned rows: cp.async */
+       LOAD_BST = 1, /* tokens contiguous, 16-byte aligned rows: cp.async */
+       LOAD_ANY = 2  /* any strides: element by element */ };
+
+static inline bool aligned16(const void *p, int64_t s_a, int64_t s_b, int64_t es) {
+    return ((uintptr_t)p % 16) == 0 && (s_a * es) % 16 == 0 && (s_b * es) % 16 == 0;
+}
+
+/* The value tile loads that a [B, T, S] view's strides allow. */
+static inline int load_mode(const mas_tensor3 *value, int64_t es) {
+    const int64_t s0 = view_stride(value, 0), s1 = view_stride(value, 1), s2 = view_stride(value, 2);
+    if (s2 == 1 && aligned16(value->data, s0, s1, es)) return LOAD_BTS;
+    if (s1 == 1 && aligned16(value->data, s0, s2, es)) return LOAD_BST;
+    return LOAD_ANY;
+}
+
 /* ring_frames: entries a global ring (the fused sweep's consumers lag less
  * than hard_forward's and take a shorter one). */
 static inline HardLayout hard_layout(int64_t B, int64_t T, int64_t S, mas_dtype dtype,

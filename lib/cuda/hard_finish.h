@@ -19,12 +19,14 @@ namespace mas_cuda {
  * reading what the forward left in the HardLayout regions of the aligned
  * workspace ws (decision words, NaN/+inf flags per group, final scores;
  * the frame tokens and runs are written there). score_f64: out->score is
- * float64 (else float32). Item errors go to *error_word. Returns MAS_OK or
- * MAS_ERR_CUDA. */
+ * float64 (else float32). Item errors go to *error_word; item_status
+ * (device [B], NULL: none): an item whose entry is not MAS_OK fails with
+ * that status instead of the length rules' (the chain topologies' own
+ * item checks, hard_chain.cu). Returns MAS_OK or MAS_ERR_CUDA. */
 mas_status hard_finish(const HardLayout &L, unsigned char *ws, int64_t B, int64_t T, int64_t S,
                        const int64_t *x_len, const int64_t *y_len, bool score_f64,
                        const mas_hard_outputs *out, const DeviceInfo &dev, cudaStream_t s,
-                       uint64_t *error_word);
+                       uint64_t *error_word, const int *item_status = nullptr);
 
 } // namespace mas_cuda
 

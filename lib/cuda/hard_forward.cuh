@@ -19,20 +19,20 @@
  * Blocks take their (item, slab) from a ticket counter, so a block only ever
  * waits for blocks that have already started; the host launches no more
  * blocks at once than can be resident, so the backpressure of the global
- * rings never waits on a block that has not started either. */
+ * rings never waits on a block that has not started either.
+ *
+ * CHAIN: the same sweep for a plain chain topology (hard_chain.h): each
+ * lane's edge log-scores (ChainEdges) added to stay and move before the
+ * compare. */
 #ifndef MAS_CUDA_HARD_FORWARD_CUH
 #define MAS_CUDA_HARD_FORWARD_CUH
 
+#include "cuda/device_cache.cuh"
 #include "cuda/dp_link.cuh"
 #include "cuda/dp_semiring.cuh"
 #include "cuda/hard_common.cuh"
 
 namespace mas_cuda {
-
-/* How a warp's value tile reaches shared memory. */
-enum { LOAD_BTS = 0, /* frames contiguous, 16-byte aligned rows: cp.async */
-       LOAD_BST = 1, /* tokens contiguous, 16-byte aligned rows: cp.async */
-       LOAD_ANY = 2  /* any strides: element by element */ };
 
 struct ForwardArgs {
     const unsigned char *value;
@@ -53,6 +53,7 @@ struct ForwardArgs {
     int64_t item0;      /* first item of this launch */
     unsigned ticket0;   /* tickets taken by earlier launches of the call */
     int frames_inner;   /* LOAD_ANY: consecutive lanes walk frames */
+    ChainEdges chain;   /* the CHAIN kernels' edge log-scores */
 };
 
 template <typename TV, int K, int MODE> struct TileGeom {
@@ -249,13 +250,14 @@ __device__ __forceinline__ void load_frame_row(const unsigned char *row, int lan
  * chunk crosses an edge of the band; lead = (lane's first token) - (chunk's
  * first frame), clamped. Cells below the band (token > frame) count as -inf
  * and cells outside it are not checked for NaN/+inf (they were not loaded). */
-template <typename TV, int K, int MODE, bool FULL, bool MASKED>
+template <typename TV, int K, int MODE, bool FULL, bool MASKED, bool CHAIN>
 __device__ __forceinline__ void sweep_chunk(const unsigned char *tile, int lane, int nf,
                                             int lead, int width,
                                             typename AccOf<TV>::type boundary,
                                             typename AccOf<TV>::type (&q)[K],
                                             typename AccOf<TV>::type (&guard)[K],
-                                            uint32_t (&ballots)[K], typename AccOf<TV>::type &top) {
+                                            uint32_t (&ballots)[K], typename AccOf<TV>::type &top,
+                                            const LaneEdges<typename AccOf<TV>::type, K> &wt) {
     using TA = typename AccOf<TV>::type;
     using G = TileGeom<TV, K, MODE>;
     int4 raw[K];
@@ -285,6 +287,10 @@ __device__ __forceinline__ void sweep_chunk(const unsigned char *tile, int lane,
         for (int k = K - 1; k >= 0; --k) {
             TA move = k == 0 ? below : q[k - 1];
             TA stay = q[k];
+            if constexpr (CHAIN) { /* the chain's edges (ChainEdges) */
+                move = move + wt.m[k];
+                stay = stay + wt.s[k];
+            }
             bool advance = stay < move; /* the CPU's max(move, stay) */
             TA cell = v[k];
             if constexpr (MASKED) {
@@ -308,28 +314,29 @@ __device__ __forceinline__ void sweep_chunk(const unsigned char *tile, int lane,
  * (32 K of them), in the form the chunk needs: whole and inside the band
  * (no per-cell band test), whole and crossing an edge of the band (token ==
  * frame, or token == frame - width), or cut by y_len. */
-template <typename TV, int K, int MODE>
+template <typename TV, int K, int MODE, bool CHAIN = false>
 __device__ __forceinline__ void sweep_chunk_at(const unsigned char *tile, int lane, int nf,
                                                int64_t base, int64_t j0, int64_t width,
                                                typename AccOf<TV>::type boundary,
                                                typename AccOf<TV>::type (&q)[K],
                                                typename AccOf<TV>::type (&guard)[K],
                                                uint32_t (&ballots)[K],
-                                               typename AccOf<TV>::type &top) {
+                                               typename AccOf<TV>::type &top,
+                                               const LaneEdges<typename AccOf<TV>::type, K> &wt = {}) {
     /* (with nf == kChunk this is chunk_inside_band) */
     const bool inside = base + 32 * K - 1 <= j0 && base >= j0 + kChunk - 1 - width;
     const int64_t lead64 = base + K * lane - j0;
     const int lead = (int)(lead64 > (1 << 30) ? (1 << 30) : (lead64 < -(1 << 30) ? -(1 << 30) : lead64));
     const int wid = (int)(width > (1 << 30) ? (1 << 30) : width);
     if (nf == kChunk && inside)
-        sweep_chunk<TV, K, MODE, true, false>(tile, lane, kChunk, lead, wid, boundary, q, guard,
-                                              ballots, top);
+        sweep_chunk<TV, K, MODE, true, false, CHAIN>(tile, lane, kChunk, lead, wid, boundary, q,
+                                                     guard, ballots, top, wt);
     else if (nf == kChunk)
-        sweep_chunk<TV, K, MODE, true, true>(tile, lane, kChunk, lead, wid, boundary, q, guard,
-                                             ballots, top);
+        sweep_chunk<TV, K, MODE, true, true, CHAIN>(tile, lane, kChunk, lead, wid, boundary, q,
+                                                    guard, ballots, top, wt);
     else
-        sweep_chunk<TV, K, MODE, false, true>(tile, lane, nf, lead, wid, boundary, q, guard,
-                                              ballots, top);
+        sweep_chunk<TV, K, MODE, false, true, CHAIN>(tile, lane, nf, lead, wid, boundary, q,
+                                                     guard, ballots, top, wt);
 }
 
 /* The hand-over of boundary scores between the sweep warps of two blocks
@@ -426,7 +433,7 @@ __device__ __forceinline__ void finish_sweep(int64_t base, int lane, int64_t X, 
     if (lane < K && first_group + lane < live_groups) group_flag[first_group + lane] = bad;
 }
 
-template <typename TV, int K, int MODE>
+template <typename TV, int K, int MODE, bool CHAIN>
 __global__ void __launch_bounds__(512) hard_forward(ForwardArgs a) {
     using TA = typename AccOf<TV>::type;
     using G = TileGeom<TV, K, MODE>;
@@ -495,6 +502,8 @@ __global__ void __launch_bounds__(512) hard_forward(ForwardArgs a) {
         }
     }
 
+    LaneEdges<TA, K> wt = {};
+    if constexpr (CHAIN) wt = lane_edges<TA, K>(a.chain, base + K * lane);
     TA q[K];
 #pragma unroll
     for (int k = 0; k < K; ++k) q[k] = neg_inf<TA>();
@@ -542,8 +551,8 @@ __global__ void __launch_bounds__(512) hard_forward(ForwardArgs a) {
             for (int k = 0; k < K; ++k) ballots[k] = 0;
             TA top = neg_inf<TA>();
             if (!below_band)
-                sweep_chunk_at<TV, K, MODE>(tile, lane, nf, base, j0, width, boundary, q, guard,
-                                            ballots, top);
+                sweep_chunk_at<TV, K, MODE, CHAIN>(tile, lane, nf, base, j0, width, boundary, q,
+                                                   guard, ballots, top, wt);
             store_decisions<K>(item_bits, a.S, first_group, live_groups, j0, lane, nf, ballots);
             if (out_smem && lane < nf) out_smem[(j0 + lane) % kRing] = top;
             if (ring.out) ring.put(j0, nf, lane, top);
@@ -553,6 +562,126 @@ __global__ void __launch_bounds__(512) hard_forward(ForwardArgs a) {
     if (!active) return;
     finish_sweep<TA, K>(base, lane, X, q, guard, a.final_score + b, a.group_flag + (size_t)b * a.groups,
                         first_group, live_groups);
+}
+
+/* ---- host: plan and launch ---- */
+
+/* The forward's arguments for value [B, T, S] (lengths device arrays) over
+ * the HardLayout regions of the aligned workspace ws; the launch fills in
+ * the plan (slabs, warps, launches). */
+static inline ForwardArgs forward_args(const HardLayout &L, unsigned char *ws,
+                                       const mas_tensor3 *value, const int64_t *x_len,
+                                       const int64_t *y_len) {
+    ForwardArgs fa = {};
+    fa.value = (const unsigned char *)value->data;
+    fa.s0 = view_stride(value, 0);
+    fa.s1 = view_stride(value, 1);
+    fa.s2 = view_stride(value, 2);
+    fa.T = value->dim[1];
+    fa.S = value->dim[2];
+    fa.x_len = x_len;
+    fa.y_len = y_len;
+    fa.bits = (uint32_t *)(ws + L.bits);
+    fa.groups = L.groups;
+    fa.ring = ws + L.ring;
+    fa.ring_clear_bytes = L.group_flag - L.ring;
+    fa.max_slabs = L.max_slabs;
+    fa.flags = (int *)(ws + L.flags);
+    fa.ticket = (unsigned *)(ws + L.flags) + (size_t)value->dim[0] * L.max_slabs * kFlagStride;
+    fa.group_flag = (int *)(ws + L.group_flag);
+    fa.final_score = (double *)(ws + L.final_score);
+    fa.slabs = 1;
+    fa.warps = 1;
+    const int64_t a1 = fa.s1 < 0 ? -fa.s1 : fa.s1, a2 = fa.s2 < 0 ? -fa.s2 : fa.s2;
+    fa.frames_inner = a2 <= a1;
+    return fa;
+}
+
+/* Everything the forward launch needs besides the kernel's template. */
+struct ForwardPlan {
+    int warps, slabs;
+    size_t smem;
+};
+
+template <typename TV, int K, int MODE, bool CHAIN>
+mas_status launch_forward(ForwardArgs args, int64_t B, const DeviceInfo &dev, cudaStream_t stream) {
+    using G = TileGeom<TV, K, MODE>;
+    using TA = typename AccOf<TV>::type;
+    auto kernel = hard_forward<TV, K, MODE, CHAIN>;
+    const int64_t rows = G::ROWS;
+    const int64_t T = args.T;
+    /* shared memory: the warp's tile stages and its outgoing ring */
+    const size_t per_warp = (size_t)kStages * G::BYTES + (size_t)kSmemRingChunks * kChunk * sizeof(TA);
+    const int64_t warps_per_item = (T + rows - 1) / rows;
+    int64_t max_w = ((int64_t)dev.smem_optin - 1024) / (int64_t)per_warp;
+    if (max_w > 16) max_w = 16;
+    if (max_w < 1) return MAS_ERR_CUDA;
+    /* At least kMinSlabTokens per block where the shared memory allows;
+     * otherwise the fewest warps per block that spread the items' warps
+     * over every multiprocessor, grown until all blocks of the launch can be
+     * resident at once (the blocks of an item wait on each other). */
+    int64_t min_w = (kMinSlabTokens + rows - 1) / rows;
+    if (min_w > warps_per_item) min_w = warps_per_item;
+    int64_t w = (B * warps_per_item + dev.sms - 1) / dev.sms;
+    if (w < min_w) w = min_w;
+    if (w > warps_per_item) w = warps_per_item;
+    if (w > max_w) w = max_w;
+    ForwardPlan plan;
+    int per_sm = 0;
+    static KernelCache cache; /* this kernel's limit and occupancy per warps */
+    for (;; ++w) {
+        plan.warps = (int)w;
+        plan.slabs = (int)((warps_per_item + w - 1) / w);
+        plan.smem = (size_t)w * per_warp;
+        mas_status st = cached_occupancy(cache, kernel, dev, (int)w, 32 * plan.warps, plan.smem,
+                                         &per_sm);
+        if (st != MAS_OK) return st;
+        if (plan.slabs == 1 || B * plan.slabs <= (int64_t)per_sm * dev.sms || w >= max_w ||
+            w >= warps_per_item)
+            break;
+    }
+    /* The workspace holds rings for blocks of one warp (kMinBlockTokens). */
+    if (plan.slabs > args.max_slabs) return MAS_ERR_CUDA;
+    const int64_t resident = (int64_t)per_sm * dev.sms;
+    if (plan.slabs > resident) return MAS_ERR_BAD_ARGUMENT;
+    const int64_t per_launch = plan.slabs == 1 ? B : resident / plan.slabs;
+    args.slabs = plan.slabs;
+    args.warps = plan.warps;
+    /* Items over several blocks: the global rings start with no valid tag
+     * (dp_link.cuh), the progress flags and the ticket
+     * counter at zero (ring, then flags: one region). */
+    if (plan.slabs > 1 &&
+        cudaMemsetAsync(args.ring, 0, args.ring_clear_bytes, stream) != cudaSuccess)
+        return MAS_ERR_CUDA;
+    for (int64_t first = 0; first < B; first += per_launch) {
+        int64_t n = B - first < per_launch ? B - first : per_launch;
+        args.item0 = first;
+        args.ticket0 = (unsigned)(first * plan.slabs);
+        kernel<<<(unsigned)(n * plan.slabs), 32 * plan.warps, plan.smem, stream>>>(args);
+    }
+    return MAS_OK;
+}
+
+template <typename TV, int K, bool CHAIN>
+mas_status launch_forward_mode(int mode, ForwardArgs args, int64_t B, const DeviceInfo &dev,
+                               cudaStream_t stream) {
+    switch (mode) {
+    case LOAD_BTS: return launch_forward<TV, K, LOAD_BTS, CHAIN>(args, B, dev, stream);
+    case LOAD_BST: return launch_forward<TV, K, LOAD_BST, CHAIN>(args, B, dev, stream);
+    default: return launch_forward<TV, K, LOAD_ANY, CHAIN>(args, B, dev, stream);
+    }
+}
+
+/* The forward for the value dtype and load mode (CHAIN: with ChainEdges). */
+template <bool CHAIN>
+mas_status launch_forward_dtype(mas_dtype dtype, int mode, const ForwardArgs &args, int64_t B,
+                                const DeviceInfo &dev, cudaStream_t stream) {
+    switch (dtype) {
+    case MAS_FLOAT32: return launch_forward_mode<float, 2, CHAIN>(mode, args, B, dev, stream);
+    case MAS_FLOAT64: return launch_forward_mode<double, 2, CHAIN>(mode, args, B, dev, stream);
+    case MAS_FLOAT16: return launch_forward_mode<__half, 2, CHAIN>(mode, args, B, dev, stream);
+    default: return launch_forward_mode<__nv_bfloat16, 2, CHAIN>(mode, args, B, dev, stream);
+    }
 }
 
 } // namespace mas_cuda

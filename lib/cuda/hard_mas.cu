@@ -24,10 +24,6 @@ using namespace mas_cuda;
 
 namespace {
 
-bool aligned16(const void *p, int64_t s_a, int64_t s_b, int64_t es) {
-    return ((uintptr_t)p % 16) == 0 && (s_a * es) % 16 == 0 && (s_b * es) % 16 == 0;
-}
-
 uint64_t one_bits(int32_t dtype) {
     switch (dtype) {
     case MAS_FLOAT32: return 0x3f800000u;
@@ -39,87 +35,6 @@ uint64_t one_bits(int32_t dtype) {
 }
 
 using Device = DeviceInfo;
-
-/* Everything the forward launch needs besides the kernel's template. */
-struct ForwardPlan {
-    int warps, slabs;
-    size_t smem;
-};
-
-template <typename TV, int K, int MODE>
-mas_status launch_forward(ForwardArgs args, int64_t B, const Device &dev, cudaStream_t stream) {
-    using G = TileGeom<TV, K, MODE>;
-    using TA = typename AccOf<TV>::type;
-    auto kernel = hard_forward<TV, K, MODE>;
-    const int64_t rows = G::ROWS;
-    const int64_t T = args.T;
-    /* shared memory: the warp's tile stages and its outgoing ring */
-    const size_t per_warp = (size_t)kStages * G::BYTES + (size_t)kSmemRingChunks * kChunk * sizeof(TA);
-    const int64_t warps_per_item = (T + rows - 1) / rows;
-    int64_t max_w = ((int64_t)dev.smem_optin - 1024) / (int64_t)per_warp;
-    if (max_w > 16) max_w = 16;
-    if (max_w < 1) return MAS_ERR_CUDA;
-    /* At least kMinSlabTokens per block where the shared memory allows;
-     * otherwise the fewest warps per block that spread the items' warps
-     * over every multiprocessor, grown until all blocks of the launch can be
-     * resident at once (the blocks of an item wait on each other). */
-    int64_t min_w = (kMinSlabTokens + rows - 1) / rows;
-    if (min_w > warps_per_item) min_w = warps_per_item;
-    int64_t w = (B * warps_per_item + dev.sms - 1) / dev.sms;
-    if (w < min_w) w = min_w;
-    if (w > warps_per_item) w = warps_per_item;
-    if (w > max_w) w = max_w;
-    ForwardPlan plan;
-    int per_sm = 0;
-    static KernelCache cache; /* this kernel's limit and occupancy per warps */
-    for (;; ++w) {
-        plan.warps = (int)w;
-        plan.slabs = (int)((warps_per_item + w - 1) / w);
-        plan.smem = (size_t)w * per_warp;
-        mas_status st = cached_occupancy(cache, kernel, dev, (int)w, 32 * plan.warps, plan.smem,
-                                         &per_sm);
-        if (st != MAS_OK) return st;
-        if (plan.slabs == 1 || B * plan.slabs <= (int64_t)per_sm * dev.sms || w >= max_w ||
-            w >= warps_per_item)
-            break;
-    }
-    /* The workspace holds rings for blocks of one warp (kMinBlockTokens). */
-    if (plan.slabs > args.max_slabs) return MAS_ERR_CUDA;
-    const int64_t resident = (int64_t)per_sm * dev.sms;
-    if (plan.slabs > resident) return MAS_ERR_BAD_ARGUMENT;
-    const int64_t per_launch = plan.slabs == 1 ? B : resident / plan.slabs;
-    args.slabs = plan.slabs;
-    args.warps = plan.warps;
-    /* Items over several blocks: the global rings start with no valid tag
-     * (dp_link.cuh), the progress flags and the ticket
-     * counter at zero (ring, then flags: one region). */
-    if (plan.slabs > 1 &&
-        cudaMemsetAsync(args.ring, 0, args.ring_clear_bytes, stream) != cudaSuccess)
-        return MAS_ERR_CUDA;
-    for (int64_t first = 0; first < B; first += per_launch) {
-        int64_t n = B - first < per_launch ? B - first : per_launch;
-        args.item0 = first;
-        args.ticket0 = (unsigned)(first * plan.slabs);
-        kernel<<<(unsigned)(n * plan.slabs), 32 * plan.warps, plan.smem, stream>>>(args);
-    }
-    return MAS_OK;
-}
-
-template <typename TV, int K>
-mas_status launch_forward_mode(int mode, ForwardArgs args, int64_t B, const Device &dev,
-                               cudaStream_t stream) {
-    switch (mode) {
-    case LOAD_BTS: return launch_forward<TV, K, LOAD_BTS>(args, B, dev, stream);
-    case LOAD_BST: return launch_forward<TV, K, LOAD_BST>(args, B, dev, stream);
-    default: return launch_forward<TV, K, LOAD_ANY>(args, B, dev, stream);
-    }
-}
-
-template <typename TV>
-mas_status launch_forward_type(int mode, ForwardArgs args, int64_t B, const Device &dev,
-                               cudaStream_t stream) {
-    return launch_forward_mode<TV, 2>(mode, args, B, dev, stream);
-}
 
 int ceil_log2(int64_t x) {
     int s = 0;
@@ -178,55 +93,17 @@ mas_status launch_path(const mas_tensor3 *path, int64_t B, int64_t T, int64_t S,
     return MAS_OK;
 }
 
-/* ---- one block an item (hard_small.cuh) ---- */
-
-/* Largest dense path of one item the one-block kernel writes itself. */
-constexpr size_t kSmallPathBytes = 128 * 1024;
-
-/* Shared memory the one-block kernel needs for this shape, 0 when it cannot
- * run it (layout, size); warps: its sweep warps. */
-size_t small_plan(int64_t T, int64_t S, int mode, mas_dtype dtype, const Device &dev, int *warps) {
-    if (mode == LOAD_ANY || T < 1 || S < 1 || S > (1 << 24)) return 0;
-    const int64_t w = (T + kSmallRows - 1) / kSmallRows;
-    if (w > kSmallMaxWarps) return 0;
-    const int es = (int)mas_dtype_size(dtype), acc = dtype == MAS_FLOAT64 ? 8 : 4;
-    const SmallSmem L = small_smem((int)w, S, (int)((S + 31) / 32), es, acc);
-    /* the static shared variables and the driver's reserve */
-    if (L.total + 1024 > (size_t)dev.smem_optin) return 0;
-    *warps = (int)w;
-    return L.total;
-}
-
-template <typename TV, bool FRAME_ROWS>
-mas_status launch_small(const SmallArgs &sa, int64_t B, size_t smem, const Device &dev,
-                        cudaStream_t stream) {
-    static KernelCache cache;
-    auto kernel = hard_small<TV, FRAME_ROWS>;
-    mas_status st = ensure_smem(cache, kernel, dev, smem);
-    if (st != MAS_OK) return st;
-    /* at least 4 warps: the outputs and the path are written by all */
-    const int threads = 32 * (sa.warps < 4 ? 4 : sa.warps);
-    kernel<<<(unsigned)B, threads, smem, stream>>>(sa);
-    return MAS_OK;
-}
-
-template <bool FRAME_ROWS>
-mas_status launch_small_type(mas_dtype dtype, const SmallArgs &sa, int64_t B, size_t smem,
-                             const Device &dev, cudaStream_t stream) {
-    switch (dtype) {
-    case MAS_FLOAT32: return launch_small<float, FRAME_ROWS>(sa, B, smem, dev, stream);
-    case MAS_FLOAT64: return launch_small<double, FRAME_ROWS>(sa, B, smem, dev, stream);
-    case MAS_FLOAT16: return launch_small<__half, FRAME_ROWS>(sa, B, smem, dev, stream);
-    default: return launch_small<__nv_bfloat16, FRAME_ROWS>(sa, B, smem, dev, stream);
+/* A mask's lengths, one warp per item, for the multi-kernel path. */
+__global__ void __launch_bounds__(128) hard_mask_lengths(MaskArgs a) {
+    const int lane = threadIdx.x & 31;
+    const int64_t b = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    if (b >= a.B) return;
+    int nx, ny;
+    mask_counts(a.mask, b, a.T, a.S, lane, 32, nx, ny);
+    if (lane == 0) {
+        a.x_len[b] = nx;
+        a.y_len[b] = ny;
     }
-}
-
-/* Value tile loads that the strides allow (hard_forward's modes). */
-int load_mode(const mas_tensor3 *value, int64_t es) {
-    const int64_t s0 = view_stride(value, 0), s1 = view_stride(value, 1), s2 = view_stride(value, 2);
-    if (s2 == 1 && aligned16(value->data, s0, s1, es)) return LOAD_BTS;
-    if (s1 == 1 && aligned16(value->data, s0, s2, es)) return LOAD_BST;
-    return LOAD_ANY;
 }
 
 /* The kernels' view of a mask (mask NULL: data NULL). */
@@ -311,7 +188,7 @@ mas_status hard_cuda_run(const mas_tensor3 *value, const int64_t *x_len, const i
     int warps = 0;
     const size_t smem = B <= 0x7fffffff ? small_plan(T, S, mode, dtype, dev, &warps) : 0;
     if (smem) {
-        SmallArgs sa;
+        SmallArgs sa = {};
         sa.value = (const unsigned char *)value->data;
         sa.s0 = view_stride(value, 0);
         sa.s1 = view_stride(value, 1);
@@ -344,8 +221,7 @@ mas_status hard_cuda_run(const mas_tensor3 *value, const int64_t *x_len, const i
             sa.run_end = (int32_t *)(ws + L.run_end);
         }
         sa.error_word = (unsigned long long *)error_word;
-        st = mode == LOAD_BTS ? launch_small_type<false>(dtype, sa, B, smem, dev, s)
-                              : launch_small_type<true>(dtype, sa, B, smem, dev, s);
+        st = launch_small_type<false>(dtype, mode, sa, B, smem, dev, s);
         if (st != MAS_OK) return st;
         if (out->path.data && !path_here) {
             st = launch_path(&out->path, B, T, S, sa.frame_token, sa.run_begin, sa.run_end, dev, s);
@@ -358,37 +234,9 @@ mas_status hard_cuda_run(const mas_tensor3 *value, const int64_t *x_len, const i
         x_len = count_lengths(mask, B, T, S, (int64_t *)(ws + lengths_at), s);
         y_len = x_len + B;
     }
-    ForwardArgs fa;
-    fa.value = (const unsigned char *)value->data;
-    fa.s0 = view_stride(value, 0);
-    fa.s1 = view_stride(value, 1);
-    fa.s2 = view_stride(value, 2);
-    fa.T = T;
-    fa.S = S;
-    fa.x_len = x_len;
-    fa.y_len = y_len;
-    fa.bits = (uint32_t *)(ws + L.bits);
-    fa.groups = L.groups;
-    fa.ring = ws + L.ring;
-    fa.ring_clear_bytes = L.group_flag - L.ring;
-    fa.max_slabs = L.max_slabs;
-    fa.flags = (int *)(ws + L.flags);
-    fa.ticket = (unsigned *)(ws + L.flags) + (size_t)B * L.max_slabs * kFlagStride;
-    fa.group_flag = (int *)(ws + L.group_flag);
-    fa.final_score = (double *)(ws + L.final_score);
-    fa.slabs = 1;
-    fa.warps = 1;
-    fa.item0 = 0;
-    fa.ticket0 = 0;
-    int64_t a1 = fa.s1 < 0 ? -fa.s1 : fa.s1, a2 = fa.s2 < 0 ? -fa.s2 : fa.s2;
-    fa.frames_inner = a2 <= a1;
+    const ForwardArgs fa = forward_args(L, ws, value, x_len, y_len);
 
-    switch (dtype) {
-    case MAS_FLOAT32: st = launch_forward_type<float>(mode, fa, B, dev, s); break;
-    case MAS_FLOAT64: st = launch_forward_type<double>(mode, fa, B, dev, s); break;
-    case MAS_FLOAT16: st = launch_forward_type<__half>(mode, fa, B, dev, s); break;
-    default: st = launch_forward_type<__nv_bfloat16>(mode, fa, B, dev, s); break;
-    }
+    st = launch_forward_dtype<false>(dtype, mode, fa, B, dev, s);
     if (st != MAS_OK) return st;
 
     return hard_finish(L, ws, B, T, S, x_len, y_len, dtype == MAS_FLOAT64, out, dev, s,
@@ -402,8 +250,9 @@ namespace mas_cuda {
 mas_status hard_finish(const HardLayout &L, unsigned char *ws, int64_t B, int64_t T, int64_t S,
                        const int64_t *x_len, const int64_t *y_len, bool score_f64,
                        const mas_hard_outputs *out, const DeviceInfo &dev, cudaStream_t s,
-                       uint64_t *error_word) {
+                       uint64_t *error_word, const int *item_status) {
     BacktrackArgs ba;
+    ba.item_status = item_status;
     ba.B = B;
     ba.T = T;
     ba.S = S;

@@ -48,19 +48,6 @@ struct MaskArgs {
     int64_t *x_len, *y_len; /* written: [B] each */
 };
 
-/* One warp per item, for the multi-kernel path. */
-__global__ void __launch_bounds__(128) hard_mask_lengths(MaskArgs a) {
-    const int lane = threadIdx.x & 31;
-    const int64_t b = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
-    if (b >= a.B) return;
-    int nx, ny;
-    mask_counts(a.mask, b, a.T, a.S, lane, 32, nx, ny);
-    if (lane == 0) {
-        a.x_len[b] = nx;
-        a.y_len[b] = ny;
-    }
-}
-
 } // namespace mas_cuda
 
 #endif

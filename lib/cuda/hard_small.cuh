@@ -26,10 +26,16 @@
  * The same rules and the same arithmetic as hard_forward (the compare of
  * MaxPlus::plus is the bit; NaN/+inf checked on band cells only; cells below
  * the band are -inf; nothing outside the lengths is read), so the outputs
- * are bit for bit those of the multi-kernel path and of the CPU. */
+ * are bit for bit those of the multi-kernel path and of the CPU.
+ *
+ * CHAIN: the same kernel runs a plain chain topology (mas.h section 7,
+ * hard_chain.h): the edges' log-scores are added before the compare, the
+ * lengths are token counts, and the topology's outputs (frame labels,
+ * token spans, token scores) come from the same runs. */
 #ifndef MAS_CUDA_HARD_SMALL_CUH
 #define MAS_CUDA_HARD_SMALL_CUH
 
+#include "cuda/device_cache.cuh"
 #include "cuda/dp_semiring.cuh"
 #include "cuda/hard_common.cuh"
 #include "cuda/hard_mask.cuh"
@@ -50,6 +56,22 @@ constexpr int kSmallLag = 2;
  * frames -31..-1 and the reads past y_len stay inside the row. */
 constexpr int kBndPad = 32;
 
+/* A plain chain topology (hard_common.cuh ChainEdges) in place of hard
+ * MAS: x_len then holds token counts (k states a token) and the item
+ * checks, errors and outputs are the topology's (mas_viterbi_cuda). */
+struct SmallChain {
+    ChainEdges edges;
+    int64_t tokens;        /* the outputs' token axis */
+    const int32_t *labels; /* [B][labels_stride], state s of the chain at s; NULL: none */
+    int64_t labels_stride;
+    int32_t *frame_labels;
+    int64_t frame_labels_stride;
+    int32_t *token_spans;
+    int64_t token_spans_stride;
+    void *token_scores; /* accumulator type */
+    int64_t token_scores_stride;
+};
+
 struct SmallArgs {
     const unsigned char *value;
     int64_t s0, s1, s2; /* element strides of value ([B, T, S] view) */
@@ -69,6 +91,7 @@ struct SmallArgs {
      * written for it (NULL: not wanted) */
     int32_t *frame_token, *run_begin, *run_end;
     unsigned long long *error_word;
+    SmallChain chain; /* read by the CHAIN kernels only */
 };
 
 /* Shared-memory layout, in bytes, the same on host and device. */
@@ -306,11 +329,11 @@ template <typename TA> struct SmallLane {
  * compare, select, add, and a load's latency would be most of it. */
 enum { kFast, kMasked };
 
-template <typename TV, bool FRAME_ROWS, int MODE, typename TA>
+template <typename TV, bool FRAME_ROWS, int MODE, bool CHAIN, typename TA>
 __device__ __forceinline__ void small_chunk(const unsigned char *tile, SmallLane<TA> &s, int lane,
                                             int c, int j0, int X, int Y, int width,
                                             const TA *bnd_in, TA *bnd_out, uint32_t *bits0,
-                                            uint32_t *bits1) {
+                                            uint32_t *bits1, const LaneEdges<TA, 2> &wt) {
     const int fbase = 32 * c - lane;
     const int col = fbase & (kSmallRing - 1); /* + j < kSmallCols */
     const int edge = j0 - fbase + width;      /* token j0 in the band at step j <=> j <= edge */
@@ -332,9 +355,21 @@ __device__ __forceinline__ void small_chunk(const unsigned char *tile, SmallLane
         if constexpr (MODE == kMasked) b = t < Y ? bnd_in[t] : neg_inf<TA>();
         else b = bnd_in[t];
         nx = lane == 0 ? b : nx;
-        const bool a1 = s.q1 < s.q0, a0 = s.q0 < s.in; /* MaxPlus::plus's compare */
-        TA n1 = (a1 ? s.q0 : s.q1) + v1;
-        TA n0 = (a0 ? s.in : s.q0) + v0;
+        bool a1, a0;
+        TA n1, n0;
+        if constexpr (CHAIN) {
+            const TA st1 = s.q1 + wt.s[1], mv1 = s.q0 + wt.m[1];
+            const TA st0 = s.q0 + wt.s[0], mv0 = s.in + wt.m[0];
+            a1 = st1 < mv1; /* MaxPlus::plus's compare */
+            a0 = st0 < mv0;
+            n1 = (a1 ? mv1 : st1) + v1;
+            n0 = (a0 ? mv0 : st0) + v0;
+        } else {
+            a1 = s.q1 < s.q0; /* MaxPlus::plus's compare */
+            a0 = s.q0 < s.in;
+            n1 = (a1 ? s.q0 : s.q1) + v1;
+            n0 = (a0 ? s.in : s.q0) + v0;
+        }
         if constexpr (MODE == kMasked) {
             const int d0 = j0 - f; /* token - frame */
             const bool live = f < Y, below0 = d0 > 0, below1 = d0 + 1 > 0;
@@ -372,7 +407,7 @@ __device__ __forceinline__ void small_chunk(const unsigned char *tile, SmallLane
     }
 }
 
-template <typename TV, bool FRAME_ROWS>
+template <typename TV, bool FRAME_ROWS, bool CHAIN>
 __global__ void __launch_bounds__(512, 1) hard_small(SmallArgs a) {
     using TA = typename AccOf<TV>::type;
     extern __shared__ __align__(16) unsigned char smem[];
@@ -405,8 +440,13 @@ __global__ void __launch_bounds__(512, 1) hard_small(SmallArgs a) {
         __syncthreads();
         if (tid == 0) s_status = length_status(s_x, s_y, a.T, a.S);
     } else if (tid == 0) {
-        const int64_t x = a.x_len[b], y = a.y_len[b];
-        s_status = length_status(x, y, a.T, a.S);
+        int64_t x = a.x_len[b], y = a.y_len[b];
+        if constexpr (CHAIN) {
+            s_status = chain_length_status(a.chain.edges.k, a.chain.tokens, x, y, a.T, a.S);
+            x *= a.chain.edges.k; /* states */
+        } else {
+            s_status = length_status(x, y, a.T, a.S);
+        }
         s_x = s_status == MAS_OK ? (int)x : 0;
         s_y = s_status == MAS_OK ? (int)y : 0;
     }
@@ -431,6 +471,8 @@ __global__ void __launch_bounds__(512, 1) hard_small(SmallArgs a) {
     const TA *bnd_in = bnd + (size_t)w * stride + kBndPad;
     TA *bnd_out = bnd + (size_t)(w + 1) * stride + kBndPad;
     uint32_t *bits0 = bits + (size_t)(active ? j0 : 0) * sw, *bits1 = bits0 + sw;
+    LaneEdges<TA, 2> wt = {};
+    if constexpr (CHAIN) wt = lane_edges<TA, 2>(a.chain.edges, j0);
     SmallLane<TA> s;
     s.q0 = s.q1 = s.g0 = s.g1 = neg_inf<TA>();
     s.in = (w == 0 && lane == 0) ? (TA)0 : neg_inf<TA>(); /* the virtual start */
@@ -455,11 +497,11 @@ __global__ void __launch_bounds__(512, 1) hard_small(SmallArgs a) {
         __syncwarp(); /* every lane's pieces of chunk c have landed */
         small_below<TV, FRAME_ROWS>(tile, lane, j0, c, X);
         if (c >= 1 && 32 * c + 31 <= Y - 1)
-            small_chunk<TV, FRAME_ROWS, kFast>(tile, s, lane, c, j0, X, Y, width, bnd_in, bnd_out, bits0,
-                                               bits1);
+            small_chunk<TV, FRAME_ROWS, kFast, CHAIN>(tile, s, lane, c, j0, X, Y, width, bnd_in,
+                                                      bnd_out, bits0, bits1, wt);
         else
-            small_chunk<TV, FRAME_ROWS, kMasked>(tile, s, lane, c, j0, X, Y, width, bnd_in, bnd_out,
-                                                 bits0, bits1);
+            small_chunk<TV, FRAME_ROWS, kMasked, CHAIN>(tile, s, lane, c, j0, X, Y, width, bnd_in,
+                                                        bnd_out, bits0, bits1, wt);
     }
     if (active) {
         async_wait<0>();
@@ -554,6 +596,45 @@ __global__ void __launch_bounds__(512, 1) hard_small(SmallArgs a) {
         int32_t *o = a.indices + b * a.indices_stride;
         for (int f = tid; f < a.S; f += NT) o[f] = ft[f];
     }
+    if constexpr (CHAIN) {
+        /* the topology's outputs (topology.c walk_frames): labels of the
+         * frames' states, each token's first and last frame and the mean of
+         * its frames' emissions (summed in float64 from its last frame
+         * down, as the CPU walks); failed items as beyond the lengths */
+        const SmallChain &ch = a.chain;
+        const int k = ch.edges.k;
+        const int L = ok ? X / k : 0;
+        if (ch.frame_labels) {
+            int32_t *o = ch.frame_labels + b * ch.frame_labels_stride;
+            const int32_t *lab = ch.labels + b * ch.labels_stride;
+            for (int f = tid; f < a.S; f += NT) o[f] = ft[f] >= 0 ? lab[ft[f]] : -1;
+        }
+        if (ch.token_spans) {
+            int32_t *o = ch.token_spans + b * ch.token_spans_stride;
+            for (int64_t i = tid; i < ch.tokens; i += NT) {
+                const int r = (int)(i < L ? i : 0) * k;
+                o[2 * i] = i < L ? rb[r] : -1;
+                o[2 * i + 1] = i < L ? (r + k < X ? rb[r + k] : Y) - 1 : -1;
+            }
+        }
+        if (ch.token_scores) {
+            TA *em = bnd; /* the sweep's rows are done with */
+            for (int f = tid; f < (ok ? Y : 0); f += NT)
+                em[f] = widen(item[(int64_t)ft[f] * a.s1 + (int64_t)f * a.s2]);
+            __syncthreads();
+            TA *o = (TA *)ch.token_scores + b * ch.token_scores_stride;
+            for (int64_t i = tid; i < ch.tokens; i += NT) {
+                TA v = (TA)0;
+                if (i < L) {
+                    const int r = (int)i * k, first = rb[r], last = (r + k < X ? rb[r + k] : Y) - 1;
+                    double sum = 0;
+                    for (int f = last; f >= first; --f) sum += (double)em[f];
+                    v = (TA)(sum / (double)(last - first + 1));
+                }
+                o[i] = v;
+            }
+        }
+    }
     if (a.frame_token) { /* for hard_path, as hard_backtrack leaves them */
         int32_t *o = a.frame_token + b * a.S, *rbo = a.run_begin + b * a.T, *reo = a.run_end + b * a.T;
         for (int f = tid; f < a.S; f += NT) o[f] = ft[f];
@@ -592,6 +673,60 @@ __global__ void __launch_bounds__(512, 1) hard_small(SmallArgs a) {
             default: path_row<8>(rowp, len, inner, p.vec != 0, lo, hi, p.one, gl, gsize); break;
             }
         }
+    }
+}
+
+/* ---- host: plan and launch ---- */
+
+/* Largest dense path of one item the one-block kernel writes itself. */
+constexpr size_t kSmallPathBytes = 128 * 1024;
+
+/* Shared memory the one-block kernel needs for this shape, 0 when it cannot
+ * run it (layout, size); warps: its sweep warps. */
+static inline size_t small_plan(int64_t T, int64_t S, int mode, mas_dtype dtype,
+                                const DeviceInfo &dev, int *warps) {
+    if (mode == LOAD_ANY || T < 1 || S < 1 || S > (1 << 24)) return 0;
+    const int64_t w = (T + kSmallRows - 1) / kSmallRows;
+    if (w > kSmallMaxWarps) return 0;
+    const int es = (int)mas_dtype_size(dtype), acc = dtype == MAS_FLOAT64 ? 8 : 4;
+    const SmallSmem L = small_smem((int)w, S, (int)((S + 31) / 32), es, acc);
+    /* the static shared variables and the driver's reserve */
+    if (L.total + 1024 > (size_t)dev.smem_optin) return 0;
+    *warps = (int)w;
+    return L.total;
+}
+
+template <typename TV, bool FRAME_ROWS, bool CHAIN>
+mas_status launch_small(const SmallArgs &sa, int64_t B, size_t smem, const DeviceInfo &dev,
+                        cudaStream_t stream) {
+    static KernelCache cache;
+    auto kernel = hard_small<TV, FRAME_ROWS, CHAIN>;
+    mas_status st = ensure_smem(cache, kernel, dev, smem);
+    if (st != MAS_OK) return st;
+    /* at least 4 warps: the outputs and the path are written by all */
+    const int threads = 32 * (sa.warps < 4 ? 4 : sa.warps);
+    kernel<<<(unsigned)B, threads, smem, stream>>>(sa);
+    return MAS_OK;
+}
+
+/* The kernel for the dtype and load mode (LOAD_BTS or LOAD_BST). */
+template <bool CHAIN>
+mas_status launch_small_type(mas_dtype dtype, int mode, const SmallArgs &sa, int64_t B,
+                             size_t smem, const DeviceInfo &dev, cudaStream_t stream) {
+    const bool fr = mode != LOAD_BTS;
+    switch (dtype) {
+    case MAS_FLOAT32:
+        return fr ? launch_small<float, true, CHAIN>(sa, B, smem, dev, stream)
+                  : launch_small<float, false, CHAIN>(sa, B, smem, dev, stream);
+    case MAS_FLOAT64:
+        return fr ? launch_small<double, true, CHAIN>(sa, B, smem, dev, stream)
+                  : launch_small<double, false, CHAIN>(sa, B, smem, dev, stream);
+    case MAS_FLOAT16:
+        return fr ? launch_small<__half, true, CHAIN>(sa, B, smem, dev, stream)
+                  : launch_small<__half, false, CHAIN>(sa, B, smem, dev, stream);
+    default:
+        return fr ? launch_small<__nv_bfloat16, true, CHAIN>(sa, B, smem, dev, stream)
+                  : launch_small<__nv_bfloat16, false, CHAIN>(sa, B, smem, dev, stream);
     }
 }
 

@@ -10,6 +10,7 @@
 
 #include "common/checks.h"
 #include "cuda/device_cache.cuh"
+#include "cuda/hard_chain.h"
 #include "cuda/hard_topo.h"
 #include "cuda/topo_launch.cuh"
 #include "mas.h"
@@ -349,7 +350,9 @@ mas_status hard_topo_run(const mas_tensor3 *value, const int64_t *x_len, const i
 
 extern "C" size_t mas_topo_cuda_workspace_size(const mas_topo_args *args, int32_t soft) {
     if (mas_topo_check_args(args) != MAS_OK || cuda_limits(args, soft != 0) != MAS_OK) return 0;
-    return topo_layout(args, soft != 0).total;
+    const size_t own = topo_layout(args, soft != 0).total;
+    const size_t chain = soft ? 0 : chain_viterbi_bytes(args); /* hard_chain.h */
+    return chain > own ? chain : own;
 }
 
 extern "C" size_t mas_topo_cuda_min_workspace_size(const mas_topo_args *args) {
@@ -376,6 +379,15 @@ extern "C" mas_status mas_viterbi_cuda(const mas_topo_args *args,
         if (!seg) return MAS_ERR_WORKSPACE_TOO_SMALL;
         L = topo_layout(args, 0, seg);
     }
+    /* a plain chain: hard MAS's kernels (the same bits), one launch when
+     * its items fit one block (no workspace), else several blocks an item
+     * in the unbounded workspace */
+    bool taken = false;
+    st = chain_viterbi_small(args, out, stream, error_word, &taken);
+    if (taken || st != MAS_OK) return st;
+    const size_t chain = chain_viterbi_bytes(args);
+    if (chain && workspace_size >= chain)
+        return chain_viterbi_blocks(args, out, workspace, stream, error_word);
     unsigned char *ws = align_workspace(workspace);
     TopoArgs t = {};
     fill_args(t, args, L, ws);

@@ -11,7 +11,11 @@
  * The hard calls also run in the long form (the smallest workspace and one
  * between it and the unbounded one), bit for bit the CPU's too; items of
  * more than 1024 states (and every long-form call) run on several blocks
- * each.
+ * each. Plain chains (no blanks, no skips, per-state emissions, k <= 8)
+ * run on hard MAS's kernels (hard_chain.h): one block an item when it fits
+ * (small ones), several (hundreds of states): both layouts, ties, failing
+ * items, float32 / float64 / float16, k = 8 and k = 9 (the topology's own
+ * kernels).
  *   test_topology_cuda [seed] [--small] [--bench] [--longform L S] */
 #include <math.h>
 #include <stdint.h>
@@ -56,6 +60,8 @@ typedef struct config {
     mas_dtype dtype;
     int bad_items; /* 1: some items fail */
     int hard_only; /* 1: no soft call (more states than its one block holds) */
+    int ties;      /* 1: emissions and edge scores on a coarse grid (ties in the max) */
+    int rows_inner; /* 1: per-state emissions stored [B][S][n] (states contiguous) */
 } config;
 
 static size_t esize(mas_dtype d) { return d == MAS_FLOAT64 ? 8 : d == MAS_FLOAT32 ? 4 : 2; }
@@ -150,10 +156,10 @@ static void run_config(const config *c) {
     const int k = c->k, B = c->B, S_max = c->S_max, Lm = c->L_max;
     mas_topology tp;
     memset(&tp, 0, sizeof tp);
-    double stay[3], adv[3];
-    for (int j = 0; j < 3; j++) {
-        stay[j] = -rng_unit();
-        adv[j] = -rng_unit();
+    double stay[16], adv[16];
+    for (int j = 0; j < 16; j++) {
+        stay[j] = c->ties ? -0.5 * rng_int(0, 2) : -rng_unit();
+        adv[j] = c->ties ? -0.5 * rng_int(0, 2) : -rng_unit();
     }
     tp.states_per_token = k;
     tp.has_blank = c->blank;
@@ -168,7 +174,9 @@ static void run_config(const config *c) {
     const int64_t d1 = c->gathered ? S_max : n_max, d2 = c->gathered ? V : S_max;
     const size_t ecount = (size_t)B * d1 * d2;
     void *e = malloc(ecount * esize(c->dtype));
-    for (size_t i = 0; i < ecount; i++) put(e, c->dtype, i, -3.0 * rng_unit() - (rng_unit() < 0.05 ? 4 : 0));
+    for (size_t i = 0; i < ecount; i++)
+        put(e, c->dtype, i,
+            c->ties ? -0.5 * rng_int(0, 4) : -3.0 * rng_unit() - (rng_unit() < 0.05 ? 4 : 0));
     int32_t *labels = (int32_t *)malloc((size_t)B * Lm * k * sizeof(int32_t));
     int64_t *Lh = (int64_t *)malloc(B * sizeof(int64_t)), *Sh = (int64_t *)malloc(B * sizeof(int64_t));
     for (int b = 0; b < B; b++) {
@@ -178,7 +186,7 @@ static void run_config(const config *c) {
         Sh[b] = need > S_max ? S_max : rng_int((int)need, S_max);
         if (b == 0) Sh[b] = S_max;
         for (int q = 0; q < Lm * k; q++) {
-            int lab = c->gathered || c->blank ? rng_int(1, V > 1 ? V - 1 : 1) : 0;
+            int lab = c->gathered || c->blank ? rng_int(1, V > 1 ? V - 1 : 1) : rng_int(0, 99);
             /* some repeated neighbours (the CTC rule) */
             if (q > 0 && rng_unit() < 0.2) lab = labels[b * Lm * k + q - 1];
             labels[b * Lm * k + q] = lab;
@@ -200,9 +208,10 @@ static void run_config(const config *c) {
     a.emissions.dim[1] = d1;
     a.emissions.dim[2] = d2;
     a.emissions.stride[0] = d1 * d2;
-    a.emissions.stride[1] = d2;
-    a.emissions.stride[2] = 1;
-    a.labels = c->gathered || c->blank ? labels : NULL;
+    a.emissions.stride[1] = c->rows_inner ? 1 : d2;
+    a.emissions.stride[2] = c->rows_inner ? d1 : 1;
+    /* per-state chains of k >= 2 get labels too: frame_labels only */
+    a.labels = c->gathered || c->blank || k > 1 ? labels : NULL;
     a.labels_stride = Lm * k;
     a.tokens = Lm;
     a.token_len = Lh;
@@ -568,11 +577,27 @@ int main(int argc, char **argv) {
         {"k=1 5000 states (8 per thread)", 1, 0, 0, 0, 1, 5000, 5200, 0, MAS_FLOAT32, 0},
         {"CTC 10001 states (hard only)", 1, 1, 0, 1, 2, 5000, 12000, 40, MAS_FLOAT32, 0, 1},
         {"CTC bench shape B=32 S=1500 L=300", 1, 1, 0, 1, 32, 300, 1500, 32, MAS_FLOAT32, 0},
+        /* plain chains that hard MAS's one-block kernel runs (hard_chain.h):
+         * ties, both layouts, every dtype the test writes, k up to its
+         * limit and one past it, the benchmark's HMM */
+        {"k=3 HMM, ties", 3, 0, 0, 0, 6, 12, 80, 0, MAS_FLOAT32, 0, 0, 1, 0},
+        {"k=2 HMM, ties, float64, failing items", 2, 0, 0, 0, 5, 10, 60, 0, MAS_FLOAT64, 1, 0, 1, 0},
+        {"k=3 HMM, states contiguous", 3, 0, 0, 0, 5, 12, 80, 0, MAS_FLOAT32, 0, 0, 0, 1},
+        {"k=3 HMM, states contiguous, ties, float16", 3, 0, 0, 0, 5, 16, 96, 0, MAS_FLOAT16, 1, 0, 1, 1},
+        {"k=3 HMM, float16", 3, 0, 0, 0, 4, 12, 80, 0, MAS_FLOAT16, 0},
+        {"k=8 HMM", 8, 0, 0, 0, 4, 6, 80, 0, MAS_FLOAT32, 1},
+        {"k=9 HMM (past the one-block chain)", 9, 0, 0, 0, 3, 5, 64, 0, MAS_FLOAT32, 0},
+        {"k=3 HMM 990 states, ties", 3, 0, 0, 0, 3, 330, 1200, 0, MAS_FLOAT32, 1, 0, 1, 0},
+        {"k=3 HMM bench shape B=32 P=150 S=800", 3, 0, 0, 0, 32, 150, 800, 0, MAS_FLOAT32, 0},
+        {"k=2 HMM 700 states, states contiguous, float64, failing items", 2, 0, 0, 0, 4, 350, 900,
+         0, MAS_FLOAT64, 1, 0, 0, 1},
+        {"k=3 HMM 600 states, ties, float16", 3, 0, 0, 0, 4, 200, 700, 0, MAS_FLOAT16, 0, 0, 1, 0},
     };
     const int nconf = (int)(sizeof configs / sizeof configs[0]);
     for (int rep = 0; rep < (small ? 1 : 3); rep++)
         for (int i = 0; i < nconf; i++) {
-            if (small && i >= nconf - 4) continue; /* the large ones */
+            /* the large ones: the four before the plain chains, their last four */
+            if (small && ((i >= nconf - 15 && i < nconf - 11) || i >= nconf - 4)) continue;
             run_config(&configs[i]);
         }
     printf("%d checks, %d failed\n", checks, failures);

@@ -119,3 +119,25 @@ def test_viterbi_cuda_long_chain_budget(rng):
         assert torch.equal(r.state_ids.cpu(), cpu.state_ids)
         assert torch.equal(r.score.cpu(), cpu.score)
     libmas.check_errors()
+
+
+@pytest.mark.parametrize("k, P, S", [(3, 40, 200),     # one block an item (hard_small)
+                                     (3, 150, 800),    # several blocks (hard_forward)
+                                     (8, 6, 81)])      # rows not 16-byte aligned: several
+def test_hmm_viterbi_routes_equal_cpu(rng, k, P, S):
+    """Every output of a plain k-state chain, labels and uneven lengths
+    included, is the CPU's bit for bit on each CUDA route."""
+    B = 5
+    em = torch.tensor(rng.standard_normal((B, k * P, S)), dtype=torch.float32)
+    stay = list(-rng.random(k))
+    topo = libmas.Topology(k, stay=stay, advance=list(-rng.random(k)))
+    labels = torch.tensor(rng.integers(0, 50, (B, P * k)))
+    Ls = torch.tensor(rng.integers(1, P + 1, B))
+    Ls[0] = P
+    Ss = torch.tensor([int(rng.integers(k * int(L), S + 1)) for L in Ls])
+    cpu = libmas.viterbi(em, Ls, Ss, topo, labels=labels, gathered=False)
+    gpu = libmas.viterbi(em.cuda(), Ls.cuda(), Ss.cuda(), topo, labels=labels.cuda(),
+                         gathered=False)
+    libmas.check_errors()
+    for name in ("state_ids", "frame_labels", "token_spans", "token_scores", "score"):
+        assert torch.equal(getattr(cpu, name), getattr(gpu, name).cpu()), name
