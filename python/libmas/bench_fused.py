@@ -148,7 +148,8 @@ def bench_cuda(args):
     def cell(v, fmt):
         return "out of memory" if v is None else fmt.format(v)
 
-    lines = [f"CUDA, D={D}, float32, full lengths; per call over {n} back-to-back calls (median of 3 loops); "
+    lines = [f"CUDA, D={D}, float32, full lengths; per call over {n} back-to-back calls "
+             "(median of 3 loops); "
              "kernels: torch.profiler; TFLOP/s: the band's cells, 2 (2D+1) flops each, over the "
              f"fused kernels' time, against the FP32 peak ({peak:.0f})",
              "",
