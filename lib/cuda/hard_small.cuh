@@ -525,42 +525,27 @@ __global__ void __launch_bounds__(512, 1) hard_small(SmallArgs a) {
         if (st == MAS_OK && s_final == -(double)INFINITY) st = MAS_ERR_NO_FINITE_PATH;
         s_status = st;
         if (st == MAS_OK) {
-            /* The words of token r-1 that its run most likely ends in
-             * (the current frame's word and the two below) are loaded
-             * while token r is resolved, so the shared-memory latency is
-             * off the chain of dependent steps; others are read as needed. */
+            /* A token a step, the word holding its end frame read on the
+             * chain: a shared load, a mask, a find-first-set (about 60
+             * cycles). The earlier form loaded the next token's likely
+             * words ahead and picked one by compares, which put more
+             * dependent instructions on the chain than the load it hid
+             * (~175 cycles a token, a fifth of the kernel at T=150). */
             int f = Y - 1;
-            int b = f >> 5; /* p0, p1, p2: row X-1's words b, b-1, b-2 */
             const uint32_t *row = bits + (size_t)(X - 1) * sw;
-            uint32_t p0 = row[b], p1 = b >= 1 ? row[b - 1] : 0u, p2 = b >= 2 ? row[b - 2] : 0u;
             for (int r = X - 1; r > 0; --r) {
-                const int mf = f >> 5;
-                const uint32_t *next = row - sw;
-                const uint32_t q0 = next[mf], q1 = mf >= 1 ? next[mf - 1] : 0u,
-                               q2 = mf >= 2 ? next[mf - 2] : 0u;
                 /* the run of token r ends at f: it starts at the last frame
-                 * s in [r, f] whose bit says moved, r when none */
-                int s = r;
-                for (int m = mf;; --m) {
-                    const int hi = 32 * m + 31 < f ? 32 * m + 31 : f;
-                    const int lo = 32 * m > r ? 32 * m : r;
-                    /* frame F at bit 31 - (F & 31): [lo, hi] -> bits [31-(hi&31), 31-(lo&31)] */
-                    const uint32_t mask = (0xffffffffu << (31 - (hi & 31))) & (0xffffffffu >> (lo & 31));
-                    const uint32_t w = m == b ? p0 : m == b - 1 ? p1 : m == b - 2 ? p2 : row[m];
-                    const uint32_t hit = w & mask;
-                    if (hit) {
-                        s = 32 * m + 31 - (__ffs(hit) - 1);
-                        break;
-                    }
-                    if (32 * m <= r) break;
-                }
+                 * s in [r, f] whose bit says moved, r when none; frame F at
+                 * bit 31 - (F & 31) of word F / 32 */
+                int m = f >> 5;
+                const int mr = r >> 5;
+                uint32_t w = row[m] & (0xffffffffu << (31 - (f & 31)));
+                while (!w && m > mr) w = row[--m]; /* a run past a word (rare) */
+                if (m == mr) w &= 0xffffffffu >> (r & 31);
+                const int s = w ? 32 * m + 31 - (__ffs(w) - 1) : r;
                 rb[r] = s;
                 f = s - 1;
-                row = next;
-                b = mf;
-                p0 = q0;
-                p1 = q1;
-                p2 = q2;
+                row -= sw;
             }
             rb[0] = 0;
         }
