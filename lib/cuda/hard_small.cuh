@@ -526,11 +526,10 @@ __global__ void __launch_bounds__(512, 1) hard_small(SmallArgs a) {
         s_status = st;
         if (st == MAS_OK) {
             /* A token a step, the word holding its end frame read on the
-             * chain: a shared load, a mask, a find-first-set (about 60
-             * cycles). The earlier form loaded the next token's likely
-             * words ahead and picked one by compares, which put more
-             * dependent instructions on the chain than the load it hid
-             * (~175 cycles a token, a fifth of the kernel at T=150). */
+             * chain: a shared load, masks, a find-first-set (~15 dependent
+             * instructions). Loading the next token's likely words ahead
+             * and picking one by compares put ~30 on the chain, more than
+             * the load it hid (2 us of the kernel at B=32 T=150 S=800). */
             int f = Y - 1;
             const uint32_t *row = bits + (size_t)(X - 1) * sw;
             for (int r = X - 1; r > 0; --r) {
