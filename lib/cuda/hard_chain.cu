@@ -18,8 +18,13 @@ namespace {
 
 bool plain_chain(const mas_topo_args *a) {
     const mas_topology &t = a->topology;
-    return !t.has_blank && !(t.skip_penalty > -INFINITY) && !a->gathered &&
-           t.states_per_token <= kChainMaxK;
+    const int64_t k = t.states_per_token, rows = a->emissions.dim[1];
+    /* hard MAS's kernels size their workspace and blocks by the emissions'
+     * state rows, the topology sweep by the chain's k x tokens: rows beyond
+     * that stay on the sweep, and so do chains longer than kChainMaxRows
+     * (hard_forward's blocks of one item must all be resident) */
+    return !t.has_blank && !(t.skip_penalty > -INFINITY) && !a->gathered && k >= 1 &&
+           k <= kChainMaxK && (rows + k - 1) / k <= a->tokens && rows <= kChainMaxRows;
 }
 
 ChainEdges chain_edges(const mas_topology &t) {

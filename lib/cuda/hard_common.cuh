@@ -129,6 +129,8 @@ static inline int64_t view_stride(const mas_tensor3 *t, int k) {
  * added before the compare, as the CPU's dp_core adds them
  * (PLUS(alpha + stay, alpha' + move) + cell). */
 constexpr int kChainMaxK = 8;
+/* Most states (emission rows) a plain chain runs on hard MAS's kernels. */
+constexpr int64_t kChainMaxRows = 65536;
 struct ChainEdges {
     int k;                                      /* states a token */
     double stay[kChainMaxK], move[kChainMaxK]; /* 0 where the topology has none */
