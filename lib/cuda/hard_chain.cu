@@ -24,7 +24,7 @@ bool plain_chain(const mas_topo_args *a) {
      * that stay on the sweep, and so do chains longer than kChainMaxRows
      * (hard_forward's blocks of one item must all be resident) */
     return !t.has_blank && !(t.skip_penalty > -INFINITY) && !a->gathered && k >= 1 &&
-           k <= kChainMaxK && (rows + k - 1) / k <= a->tokens && rows <= kChainMaxRows;
+           k <= kChainMaxK && rows <= kChainMaxRows && (rows + k - 1) / k <= a->tokens;
 }
 
 ChainEdges chain_edges(const mas_topology &t) {

@@ -443,7 +443,7 @@ __global__ void __launch_bounds__(512, 1) hard_small(SmallArgs a) {
         int64_t x = a.x_len[b], y = a.y_len[b];
         if constexpr (CHAIN) {
             s_status = chain_length_status(a.chain.edges.k, a.chain.tokens, x, y, a.T, a.S);
-            if (s_status == MAS_OK) x *= a.chain.edges.k; /* states (unchecked lengths: no product) */
+            if (s_status == MAS_OK) x *= a.chain.edges.k; /* states; checked lengths only */
         } else {
             s_status = length_status(x, y, a.T, a.S);
         }
