@@ -92,7 +92,18 @@ struct SmallArgs {
     int32_t *frame_token, *run_begin, *run_end;
     unsigned long long *error_word;
     SmallChain chain; /* read by the CHAIN kernels only */
+    /* [grid][kPhaseSlots] clock64() stamps, written by the PHASES kernels
+     * only (tests/cuda/bench_small_phases.cu; the library never sets it) */
+    unsigned long long *phases;
 };
+
+/* Phase stamps of the PHASES kernels, per block: kernel start, lengths
+ * known, sweep done, backtrack done, outputs done; the round count; each
+ * warp's cycles in its chunks' sweeps and in their loads (landing wait and
+ * below-band fill); the start of every round (up to kPhaseMaxRounds). */
+enum { kPhStart, kPhLengths, kPhSweep, kPhBacktrack, kPhEnd, kPhRounds, kPhSweepW = 8,
+       kPhLoadW = 24, kPhRound0 = 40 };
+constexpr int kPhaseMaxRounds = 216, kPhaseSlots = kPhRound0 + kPhaseMaxRounds;
 
 /* Shared-memory layout, in bytes, the same on host and device. */
 struct SmallSmem {
@@ -407,7 +418,7 @@ __device__ __forceinline__ void small_chunk(const unsigned char *tile, SmallLane
     }
 }
 
-template <typename TV, bool FRAME_ROWS, bool CHAIN>
+template <typename TV, bool FRAME_ROWS, bool CHAIN, bool PHASES = false>
 __global__ void __launch_bounds__(512, 1) hard_small(SmallArgs a) {
     using TA = typename AccOf<TV>::type;
     extern __shared__ __align__(16) unsigned char smem[];
@@ -423,6 +434,11 @@ __global__ void __launch_bounds__(512, 1) hard_small(SmallArgs a) {
     int32_t *rb = (int32_t *)(smem + L.rb);
     int32_t *ft = (int32_t *)(smem + L.ft);
 
+    unsigned long long *ph = PHASES ? a.phases + (size_t)blockIdx.x * kPhaseSlots : nullptr;
+    long long ph_sweep = 0, ph_load = 0;
+    if constexpr (PHASES) {
+        if (threadIdx.x == 0) ph[kPhStart] = clock64();
+    }
     /* ---- lengths ---- */
     if (tid == 0) {
         s_bad = 0;
@@ -453,6 +469,9 @@ __global__ void __launch_bounds__(512, 1) hard_small(SmallArgs a) {
     __syncthreads();
     const int X = s_x, Y = s_y;
     const bool sweep = s_status == MAS_OK;
+    if constexpr (PHASES) {
+        if (tid == 0) ph[kPhLengths] = clock64();
+    }
 
     /* ---- forward sweep ---- */
     /* Rounds separated by __syncthreads: warp w runs chunk c in round
@@ -489,6 +508,11 @@ __global__ void __launch_bounds__(512, 1) hard_small(SmallArgs a) {
         /* the warp below's scores of the last round are written, and every
          * lane is done with the slot chunk c+2 goes to (chunk c-2's) */
         __syncthreads();
+        long long ph_t0 = 0;
+        if constexpr (PHASES) {
+            if (tid == 0 && i < kPhaseMaxRounds) ph[kPhRound0 + i] = clock64();
+            ph_t0 = clock64();
+        }
         const int c = i - kSmallLag * w;
         if (!active || c < 0 || c >= nch) continue;
         loader.load(c + 2, X, Y);
@@ -496,12 +520,25 @@ __global__ void __launch_bounds__(512, 1) hard_small(SmallArgs a) {
         async_wait<2>();
         __syncwarp(); /* every lane's pieces of chunk c have landed */
         small_below<TV, FRAME_ROWS>(tile, lane, j0, c, X);
+        if constexpr (PHASES) {
+            const long long t = clock64();
+            ph_load += t - ph_t0;
+            ph_t0 = t;
+        }
         if (c >= 1 && 32 * c + 31 <= Y - 1)
             small_chunk<TV, FRAME_ROWS, kFast, CHAIN>(tile, s, lane, c, j0, X, Y, width, bnd_in,
                                                       bnd_out, bits0, bits1, wt);
         else
             small_chunk<TV, FRAME_ROWS, kMasked, CHAIN>(tile, s, lane, c, j0, X, Y, width, bnd_in,
                                                         bnd_out, bits0, bits1, wt);
+        if constexpr (PHASES) ph_sweep += clock64() - ph_t0;
+    }
+    if constexpr (PHASES) {
+        if (lane == 0 && w < 16) {
+            ph[kPhSweepW + w] = (unsigned long long)ph_sweep;
+            ph[kPhLoadW + w] = (unsigned long long)ph_load;
+        }
+        if (tid == 0) ph[kPhRounds] = (unsigned long long)rounds;
     }
     if (active) {
         async_wait<0>();
@@ -517,6 +554,9 @@ __global__ void __launch_bounds__(512, 1) hard_small(SmallArgs a) {
         if (__any_sync(kFullMask, bad) && lane == 0) s_bad = 1;
     }
     __syncthreads();
+    if constexpr (PHASES) {
+        if (tid == 0) ph[kPhSweep] = clock64();
+    }
 
     /* ---- status and backtrack (one thread: T steps) ---- */
     if (tid == 0) {
@@ -550,6 +590,9 @@ __global__ void __launch_bounds__(512, 1) hard_small(SmallArgs a) {
         }
     }
     __syncthreads();
+    if constexpr (PHASES) {
+        if (tid == 0) ph[kPhBacktrack] = clock64();
+    }
     const bool ok = s_status == MAS_OK;
 
     /* ---- outputs ---- */
@@ -657,6 +700,10 @@ __global__ void __launch_bounds__(512, 1) hard_small(SmallArgs a) {
             default: path_row<8>(rowp, len, inner, p.vec != 0, lo, hi, p.one, gl, gsize); break;
             }
         }
+    }
+    if constexpr (PHASES) {
+        __syncthreads();
+        if (tid == 0) ph[kPhEnd] = clock64();
     }
 }
 
