@@ -105,6 +105,48 @@ enum { kPhStart, kPhLengths, kPhSweep, kPhBacktrack, kPhEnd, kPhRounds, kPhSweep
        kPhLoadW = 24, kPhRound0 = 40 };
 constexpr int kPhaseMaxRounds = 216, kPhaseSlots = kPhRound0 + kPhaseMaxRounds;
 
+/* The stamps of one block; every call is empty when ON is false. */
+template <bool ON> struct SmallStamps {
+    unsigned long long *p = nullptr;
+    long long t0 = 0, load = 0, sweep = 0;
+    __device__ explicit SmallStamps(const SmallArgs &a) {
+        if constexpr (ON) p = a.phases + (size_t)blockIdx.x * kPhaseSlots;
+    }
+    /* thread 0 stamps a phase */
+    __device__ __forceinline__ void at(int slot) {
+        if constexpr (ON)
+            if (threadIdx.x == 0) p[slot] = clock64();
+    }
+    /* round i begins (after its barrier) */
+    __device__ __forceinline__ void round(int i) {
+        if constexpr (ON) {
+            if (threadIdx.x == 0 && i < kPhaseMaxRounds) p[kPhRound0 + i] = clock64();
+            t0 = clock64();
+        }
+    }
+    /* the chunk has landed and is filled below the band; then swept */
+    __device__ __forceinline__ void loaded() {
+        if constexpr (ON) {
+            const long long t = clock64();
+            load += t - t0;
+            t0 = t;
+        }
+    }
+    __device__ __forceinline__ void swept() {
+        if constexpr (ON) sweep += clock64() - t0;
+    }
+    /* each warp's totals, after the rounds */
+    __device__ __forceinline__ void totals(int w, int rounds) {
+        if constexpr (ON) {
+            if ((threadIdx.x & 31) == 0 && w < 16) {
+                p[kPhSweepW + w] = (unsigned long long)sweep;
+                p[kPhLoadW + w] = (unsigned long long)load;
+            }
+            if (threadIdx.x == 0) p[kPhRounds] = (unsigned long long)rounds;
+        }
+    }
+};
+
 /* Shared-memory layout, in bytes, the same on host and device. */
 struct SmallSmem {
     size_t tiles, bnd, bits, rb, ft, total;
@@ -434,11 +476,8 @@ __global__ void __launch_bounds__(512, 1) hard_small(SmallArgs a) {
     int32_t *rb = (int32_t *)(smem + L.rb);
     int32_t *ft = (int32_t *)(smem + L.ft);
 
-    unsigned long long *ph = PHASES ? a.phases + (size_t)blockIdx.x * kPhaseSlots : nullptr;
-    long long ph_sweep = 0, ph_load = 0;
-    if constexpr (PHASES) {
-        if (threadIdx.x == 0) ph[kPhStart] = clock64();
-    }
+    SmallStamps<PHASES> stamps(a);
+    stamps.at(kPhStart);
     /* ---- lengths ---- */
     if (tid == 0) {
         s_bad = 0;
@@ -469,9 +508,7 @@ __global__ void __launch_bounds__(512, 1) hard_small(SmallArgs a) {
     __syncthreads();
     const int X = s_x, Y = s_y;
     const bool sweep = s_status == MAS_OK;
-    if constexpr (PHASES) {
-        if (tid == 0) ph[kPhLengths] = clock64();
-    }
+    stamps.at(kPhLengths);
 
     /* ---- forward sweep ---- */
     /* Rounds separated by __syncthreads: warp w runs chunk c in round
@@ -508,11 +545,7 @@ __global__ void __launch_bounds__(512, 1) hard_small(SmallArgs a) {
         /* the warp below's scores of the last round are written, and every
          * lane is done with the slot chunk c+2 goes to (chunk c-2's) */
         __syncthreads();
-        long long ph_t0 = 0;
-        if constexpr (PHASES) {
-            if (tid == 0 && i < kPhaseMaxRounds) ph[kPhRound0 + i] = clock64();
-            ph_t0 = clock64();
-        }
+        stamps.round(i);
         const int c = i - kSmallLag * w;
         if (!active || c < 0 || c >= nch) continue;
         loader.load(c + 2, X, Y);
@@ -520,26 +553,16 @@ __global__ void __launch_bounds__(512, 1) hard_small(SmallArgs a) {
         async_wait<2>();
         __syncwarp(); /* every lane's pieces of chunk c have landed */
         small_below<TV, FRAME_ROWS>(tile, lane, j0, c, X);
-        if constexpr (PHASES) {
-            const long long t = clock64();
-            ph_load += t - ph_t0;
-            ph_t0 = t;
-        }
+        stamps.loaded();
         if (c >= 1 && 32 * c + 31 <= Y - 1)
             small_chunk<TV, FRAME_ROWS, kFast, CHAIN>(tile, s, lane, c, j0, X, Y, width, bnd_in,
                                                       bnd_out, bits0, bits1, wt);
         else
             small_chunk<TV, FRAME_ROWS, kMasked, CHAIN>(tile, s, lane, c, j0, X, Y, width, bnd_in,
                                                         bnd_out, bits0, bits1, wt);
-        if constexpr (PHASES) ph_sweep += clock64() - ph_t0;
+        stamps.swept();
     }
-    if constexpr (PHASES) {
-        if (lane == 0 && w < 16) {
-            ph[kPhSweepW + w] = (unsigned long long)ph_sweep;
-            ph[kPhLoadW + w] = (unsigned long long)ph_load;
-        }
-        if (tid == 0) ph[kPhRounds] = (unsigned long long)rounds;
-    }
+    stamps.totals(w, rounds);
     if (active) {
         async_wait<0>();
         /* the word of frame Y-1 when it is not full: bit 0 holds frame Y-1 */
@@ -554,9 +577,7 @@ __global__ void __launch_bounds__(512, 1) hard_small(SmallArgs a) {
         if (__any_sync(kFullMask, bad) && lane == 0) s_bad = 1;
     }
     __syncthreads();
-    if constexpr (PHASES) {
-        if (tid == 0) ph[kPhSweep] = clock64();
-    }
+    stamps.at(kPhSweep);
 
     /* ---- status and backtrack (one thread: T steps) ---- */
     if (tid == 0) {
@@ -590,9 +611,7 @@ __global__ void __launch_bounds__(512, 1) hard_small(SmallArgs a) {
         }
     }
     __syncthreads();
-    if constexpr (PHASES) {
-        if (tid == 0) ph[kPhBacktrack] = clock64();
-    }
+    stamps.at(kPhBacktrack);
     const bool ok = s_status == MAS_OK;
 
     /* ---- outputs ---- */
@@ -701,10 +720,8 @@ __global__ void __launch_bounds__(512, 1) hard_small(SmallArgs a) {
             }
         }
     }
-    if constexpr (PHASES) {
-        __syncthreads();
-        if (tid == 0) ph[kPhEnd] = clock64();
-    }
+    if constexpr (PHASES) __syncthreads(); /* every output written */
+    stamps.at(kPhEnd);
 }
 
 /* ---- host: plan and launch ---- */

@@ -1,5 +1,5 @@
 /* What the CUDA benchmark programs share: the ceiling their GB/s is read
- * against. */
+ * against, the device check, and the hash their inputs are filled from. */
 #ifndef MAS_TESTS_BENCH_COMMON_H
 #define MAS_TESTS_BENCH_COMMON_H
 
@@ -7,7 +7,7 @@
 
 /* Device-to-device copy bandwidth (read + write, GB/s): best of 5 copies of
  * 2 GiB after one warm-up. */
-static double copy_bandwidth(void) {
+static inline double copy_bandwidth(void) {
     size_t bytes = (size_t)1 << 31;
     void *a, *b;
     CUDA_OK(cudaMalloc(&a, bytes));
@@ -35,7 +35,7 @@ static double copy_bandwidth(void) {
 
 /* True when there is a device to time on; otherwise says so (the program
  * then ends with status 0, as the GPU tests skip). */
-static bool bench_has_device(void) {
+static inline bool bench_has_device(void) {
     int count = 0;
     if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
         printf("skipped: no CUDA device\n");
@@ -45,11 +45,21 @@ static bool bench_has_device(void) {
 }
 
 /* The table's header line: device 0 and the copy ceiling. */
-static void bench_print_device(double copy_gbs) {
+static inline void bench_print_device(double copy_gbs) {
     cudaDeviceProp p;
     CUDA_OK(cudaGetDeviceProperties(&p, 0));
     printf("device: %s, %d SMs; device-to-device copy %.0f GB/s (read + write)\n", p.name,
            p.multiProcessorCount, copy_gbs);
+}
+
+/* A splitmix64-style hash of element k: the inputs' random bits, the same
+ * on every run and device. */
+static __device__ __forceinline__ unsigned long long bench_hash(size_t k, unsigned long long seed) {
+    unsigned long long h = (k + 1) * 0x9E3779B97F4A7C15ull ^ seed;
+    h ^= h >> 31;
+    h *= 0xBF58476D1CE4E5B9ull;
+    h ^= h >> 29;
+    return h;
 }
 
 #endif

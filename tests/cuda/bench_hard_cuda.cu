@@ -23,10 +23,7 @@
 
 __global__ void fill_normal(float *x, size_t n, unsigned long long seed) {
     for (size_t k = blockIdx.x * (size_t)blockDim.x + threadIdx.x; k < n; k += (size_t)gridDim.x * blockDim.x) {
-        unsigned long long h = (k + 1) * 0x9E3779B97F4A7C15ull ^ seed;
-        h ^= h >> 31;
-        h *= 0xBF58476D1CE4E5B9ull;
-        h ^= h >> 29;
+        const unsigned long long h = bench_hash(k, seed);
         float u1 = ((h >> 40) + 1) * (1.0f / 16777217.0f);
         float u2 = ((h >> 16) & 0xffffff) * (1.0f / 16777216.0f);
         x[k] = sqrtf(-2.0f * logf(u1)) * cospif(2.0f * u2);

@@ -18,16 +18,14 @@
 
 #include "cuda/hard_small.cuh"
 
+#include "bench_common.h"
 #include "cuda_check.h"
 
 using namespace mas_cuda;
 
 __global__ void fill_value(float *x, size_t n, unsigned long long seed) {
     for (size_t k = blockIdx.x * (size_t)blockDim.x + threadIdx.x; k < n; k += (size_t)gridDim.x * blockDim.x) {
-        unsigned long long h = (k + 1) * 0x9E3779B97F4A7C15ull ^ seed;
-        h ^= h >> 31;
-        h *= 0xBF58476D1CE4E5B9ull;
-        h ^= h >> 29;
+        const unsigned long long h = bench_hash(k, seed);
         x[k] = (float)((double)(h >> 11) * (1.0 / 9007199254740992.0)) * 4.0f - 2.0f;
     }
 }
@@ -176,11 +174,7 @@ static void shape(int64_t B, int64_t T, int64_t S, double clock_ghz, const Devic
 }
 
 int main(int argc, char **argv) {
-    int count = 0;
-    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-        printf("skipped: no CUDA device\n");
-        return 0;
-    }
+    if (!bench_has_device()) return 0;
     DeviceInfo dev;
     if (current_device(&dev) != MAS_OK) return 1;
     int khz = 0;
