@@ -99,8 +99,8 @@ struct SmallArgs {
 
 /* Phase stamps of the PHASES kernels, per block: kernel start, lengths
  * known, sweep done, backtrack done, outputs done; the round count; each
- * warp's cycles in its chunks' sweeps and in their loads (landing wait and
- * below-band fill); the start of every round (up to kPhaseMaxRounds). */
+ * warp's cycles in its chunks' sweeps and in their loads' landing waits;
+ * the start of every round (up to kPhaseMaxRounds). */
 enum { kPhStart, kPhLengths, kPhSweep, kPhBacktrack, kPhEnd, kPhRounds, kPhSweepW = 8,
        kPhLoadW = 24, kPhRound0 = 40 };
 constexpr int kPhaseMaxRounds = 216, kPhaseSlots = kPhRound0 + kPhaseMaxRounds;
@@ -124,7 +124,7 @@ template <bool ON> struct SmallStamps {
             t0 = clock64();
         }
     }
-    /* the chunk has landed and is filled below the band; then swept */
+    /* the chunk has landed; then swept */
     __device__ __forceinline__ void loaded() {
         if constexpr (ON) {
             const long long t = clock64();
@@ -305,33 +305,42 @@ template <typename TV, bool FRAME_ROWS> struct SmallLoader {
     }
 };
 
-/* Sets the lane's own cells of chunk c below the band (token > frame) to
- * -inf in the tile, once the chunk has landed. The sweep then needs no
- * predicate for them: by induction every score below the band is -inf
+/* Sets the cells of chunk c (tile columns of frames 32c..32c+31) below the
+ * band (token > frame) of the warp's tokens base..base+63 to -inf, once the
+ * chunk has landed (or for a slot never loaded). The fast body then needs
+ * no predicate for them: by induction every score below the band is -inf
  * (both its predecessors are below the band, from the -inf start), exactly
- * what the masked step forces. A lane reads only its own two tokens' cells,
- * so no other lane waits for this. Tokens >= x_len are left alone. */
+ * what the masked step forces. Tokens >= x_len are left alone. The caller
+ * orders the stores before the sweep's reads (a __syncwarp or the round's
+ * barrier): lanes write cells of other lanes' tokens.
+ * Token rows: a row at a time, lane k at frame 32c + k, so that a store
+ * touches consecutive words (a lane a row, 160 floats apart, put every
+ * lane in one bank: ~6k cycles a chunk). Frame rows: a frame at a time,
+ * each lane its two tokens. Warps above the first only: warp 0 has no idle
+ * round to do it in, and runs its first three chunks in the masked body
+ * instead. */
 template <typename TV, bool FRAME_ROWS>
-__device__ __forceinline__ void small_below(unsigned char *tile, int lane, int j0, int c, int X) {
+__device__ __forceinline__ void small_below(unsigned char *tile, int lane, int base, int c, int X) {
     const int f_lo = 32 * c;
-    if (j0 + 1 <= f_lo || j0 >= X) return;
-    const bool top = j0 + 1 < X; /* token j0+1 is < x_len */
-    const int n1 = j0 + 1 - f_lo < 32 ? j0 + 1 - f_lo : 32; /* frames below token j0+1 */
     const TV ninf = narrow_neg_inf<TV>();
     TV *t = (TV *)tile;
     for (int copy = 0; copy < ((c & 3) == 0 ? 2 : 1); ++copy) {
         const int slot = (c & 3) * 32 + copy * kSmallRing;
-        for (int k = 0; k < n1; ++k) {
-            /* frame f_lo + k: below token j0 when f_lo + k < j0 */
-            if constexpr (FRAME_ROWS) {
+        if constexpr (FRAME_ROWS) {
+            const int j0 = base + 2 * lane;
+            const bool top = j0 + 1 < X;
+            const int n1 = j0 + 1 - f_lo < 32 ? j0 + 1 - f_lo : 32; /* frames below token j0+1 */
+            if (j0 >= X) continue;
+            for (int k = 0; k < n1; ++k) {
                 TV *row = t + (size_t)(slot + k) * kSmallRows + 2 * lane;
                 if (f_lo + k < j0) row[0] = ninf;
                 if (top) row[1] = ninf;
-            } else {
-                TV *row = t + (size_t)(2 * lane) * kSmallCols + slot + k;
-                if (f_lo + k < j0) row[0] = ninf;
-                if (top) row[kSmallCols] = ninf;
             }
+        } else {
+            const int f = f_lo + lane;
+            const int r_end = X - base < kSmallRows ? X - base : kSmallRows; /* tokens < x_len */
+            for (int r = f_lo - base + 1 > 0 ? f_lo - base + 1 : 0; r < r_end; ++r)
+                if (f < base + r) t[(size_t)r * kSmallCols + slot + lane] = ninf;
         }
     }
 }
@@ -371,13 +380,16 @@ template <typename TA> struct SmallLane {
 };
 
 /* One chunk: steps t = 32c .. 32c+31, lane l at frame f = 32c + j - l.
- * kFast: c >= 1 and every frame of the chunk is < y_len. Cells below the
- * band are -inf in the tile (small_below), so their scores come out -inf
- * with no predicate; tokens >= x_len compute on stale tile cells (their
- * scores only reach tokens above them, their guards are ignored); the guard
- * skips cells above the band. kMasked: anything else (frames >= y_len leave
- * the lane's state as it was at frame y_len-1, stores only for frames in
- * [0, y_len)).
+ * kFast: every frame of the chunk is < y_len, and the chunk holds no cell
+ * below the band (warp 0 from chunk 3 on: every lane's frames, from
+ * 32c - 31 >= 65, lie past its tokens) or those cells are -inf in the tile
+ * (warps above: small_below in their idle rounds), so their scores come
+ * out -inf with no predicate. Tokens >= x_len compute on stale tile cells
+ * (their scores only reach tokens above them, their guards are ignored);
+ * the guard skips cells above the band. kMasked: anything else: warp 0's
+ * first three chunks (cells below the band forced to -inf whatever the
+ * tile holds), frames >= y_len (they leave the lane's state as it was at
+ * frame y_len-1; stores only for frames in [0, y_len)).
  * The tile cells of step j+2 are loaded at step j: a step's chain is
  * compare, select, add, and a load's latency would be most of it. */
 enum { kFast, kMasked };
@@ -514,8 +526,26 @@ __global__ void __launch_bounds__(512, 1) hard_small(SmallArgs a) {
     /* Rounds separated by __syncthreads: warp w runs chunk c in round
      * c + kSmallLag * w. Chunk c of warp w reads the top scores of warp w-1
      * up to frame 32c+31, which lane 31 of warp w-1 writes by the end of its
-     * chunk c+1 (lane 31 is 31 frames behind lane 0): one round earlier. */
+     * chunk c+1 (lane 31 is 31 frames behind lane 0): one round earlier.
+     * Chunks before c0 = base / 32 lie wholly below the band for the warp
+     * (every frame of a lane's chunk before its tokens): their scores stay
+     * -inf, their decision bits are never read and the warp above reads no
+     * score of theirs, so they are not loaded or swept (at T=150 they were
+     * a fifth of the kernel: rounds of 9-10k cycles instead of ~2k,
+     * tests/cuda/bench_small_phases.cu).
+     * Cells below the band: warp w > 0 waits c0 + 2w rounds for its first
+     * chunk; in the last three of them it sets, one chunk a round, the
+     * cells below the band of chunk c0-1's slot (never loaded; lane l's
+     * first l frames of chunk c0 lie there, and no copy goes to that slot
+     * before chunk c0+3's) and of chunks c0 and c0+1 (asked before the
+     * rounds, landed by then) to -inf, off the critical path, and then runs
+     * the fast body from its first chunk. Warp 0 has no idle round: its
+     * first three chunks, the only ones with cells below its band, run the
+     * masked body (cheaper than the ~3k-cycle fill of a chunk on the
+     * critical path: the first round took ~10k cycles with it, ~4.6k
+     * without). */
     const int base = w * kSmallRows;
+    const int c0 = base / 32;
     const bool active = sweep && w < W && base < X;
     const int nch = (Y + 31 + 31) / 32; /* lane 31 reaches frame Y-1 */
     const int rounds = sweep ? nch + kSmallLag * ((X + kSmallRows - 1) / kSmallRows - 1) : 0;
@@ -535,9 +565,9 @@ __global__ void __launch_bounds__(512, 1) hard_small(SmallArgs a) {
     s.w0 = s.w1 = 0;
     const SmallLoader<TV, FRAME_ROWS> loader(tile, item, a.s1, a.s2, base, X, lane);
     if (active) {
-        loader.load(0, X, Y);
+        loader.load(c0, X, Y);
         async_commit();
-        loader.load(1, X, Y);
+        loader.load(c0 + 1, X, Y);
         async_commit();
     }
 #pragma unroll 1
@@ -547,14 +577,26 @@ __global__ void __launch_bounds__(512, 1) hard_small(SmallArgs a) {
         __syncthreads();
         stamps.round(i);
         const int c = i - kSmallLag * w;
-        if (!active || c < 0 || c >= nch) continue;
+        if (!active || c >= nch) continue;
+        if (c < c0) {
+            if (c >= c0 - 3) {
+                async_wait<0>();
+                __syncwarp();
+                small_below<TV, FRAME_ROWS>(tile, lane, base, c + 2, X);
+            }
+            continue;
+        }
+        /* lane 0's input of the first step, which the skipped chunks' last
+         * step would have read (frame 32c-1 of the warp below's top token,
+         * on the band's diagonal); the other lanes' inputs are below the
+         * band, -inf as set */
+        if (c == c0 && c > 0 && lane == 0) s.in = bnd_in[32 * c - 1];
         loader.load(c + 2, X, Y);
         async_commit();
         async_wait<2>();
         __syncwarp(); /* every lane's pieces of chunk c have landed */
-        small_below<TV, FRAME_ROWS>(tile, lane, j0, c, X);
         stamps.loaded();
-        if (c >= 1 && 32 * c + 31 <= Y - 1)
+        if (c >= (c0 == 0 ? 3 : c0) && 32 * c + 31 <= Y - 1)
             small_chunk<TV, FRAME_ROWS, kFast, CHAIN>(tile, s, lane, c, j0, X, Y, width, bnd_in,
                                                       bnd_out, bits0, bits1, wt);
         else

@@ -148,8 +148,8 @@ static void shape(int64_t B, int64_t T, int64_t S, double clock_ghz, const Devic
     printf("| total (stamps) | %.0f | %.2f | |\n", total * k, total * k * us);
     printf("(the stamps' total over the stamped kernel's event time: %.2f GHz)\n",
            total * k / (stamped * 1e6));
-    printf("sweep: %.0f cycles a round, %.1f a step; per warp, cycles in chunk loads + below-band "
-           "fill / chunk sweeps / waiting (the rest of the sweep phase):\n",
+    printf("sweep: %.0f cycles a round, %.1f a step; per warp, cycles in chunk "
+           "landing waits / chunk sweeps / waiting (the rest of the sweep phase):\n",
            sweep * k / rounds, sweep * k / rounds / 32);
     for (int w = 0; w < warps && w < 16; w++)
         printf("  warp %d: %.0f / %.0f / %.0f  (%.1f cycles a step in its chunks)\n", w,

@@ -241,7 +241,11 @@ static void inject_error(ts_rng *rng, ts_hard_call *call, int64_t b, int kind) {
     }
 }
 
-static void run_case(ts_rng *rng, int64_t case_no, const size_class *size, int with_errors) {
+/* long_runs: loglik values with one token a item raised above every other
+ * cell, so that its run spans most of the band (runs past a 32-frame word
+ * and past the one-block backtrack's 64-frame window). */
+static void run_case(ts_rng *rng, int64_t case_no, const size_class *size, int with_errors,
+                     int long_runs) {
     ts_hard_plan plan;
     memset(&plan, 0, sizeof plan);
     plan.dtype = value_dtypes[case_no % 4];
@@ -260,7 +264,7 @@ static void run_case(ts_rng *rng, int64_t case_no, const size_class *size, int w
         ts_layout_random(rng, &plan.path_layout, 1, 0);
     }
     const ts_hard_values vals = ts_hard_plan_random_rest(rng, &plan);
-    const ts_value_kind kind = vals.kind;
+    const ts_value_kind kind = long_runs ? TS_VALUES_LOGLIK : vals.kind;
     const int poison_outside = vals.poison_outside;
     const double neg_inf_fraction = vals.neg_inf_fraction;
     int error_kind = with_errors && !vals.shared ? (int)ts_rng_int(rng, 1, ERROR_KINDS - 1) : NO_ERROR;
@@ -286,6 +290,15 @@ static void run_case(ts_rng *rng, int64_t case_no, const size_class *size, int w
         return;
     }
     ts_fill_values(rng, &call.value.tensor, kind, call.x_len, call.y_len, poison_outside);
+    if (long_runs)
+        for (int64_t b = 0; b < plan.batch; b++) {
+            const int64_t X = call.x_len[b], Y = call.y_len[b];
+            if (X < 1 || X > Y || X > plan.tokens || Y > plan.frames) continue;
+            const int64_t k = ts_rng_int(rng, 0, X - 1);
+            for (int64_t j = k; j <= k + (Y - X); j++) /* token k's cells of the band */
+                ts_store(call.value.tensor.data, ts_view_offset(&call.value.tensor, b, k, j),
+                         (mas_dtype)call.value.tensor.dtype, 3.0);
+        }
     if (neg_inf_fraction > 0)
         for (int64_t b = 0; b < plan.batch; b++)
             ts_sprinkle_neg_inf(rng, &call.value.tensor, b, call.x_len[b], call.y_len[b],
@@ -695,11 +708,12 @@ int main(int argc, char **argv) {
     int64_t case_no = 0;
     argument_errors_case();
     int scale = small ? 1 : 6;
-    for (int64_t c = 0; c < 30 * scale; c++) run_case(&rng, case_no++, &tiny, c % 3 == 2);
-    for (int64_t c = 0; c < 20 * scale; c++) run_case(&rng, case_no++, &small_c, c % 3 == 2);
-    for (int64_t c = 0; c < 4 * scale; c++) run_case(&rng, case_no++, &medium, c % 3 == 2);
+    for (int64_t c = 0; c < 30 * scale; c++) run_case(&rng, case_no++, &tiny, c % 3 == 2, 0);
+    for (int64_t c = 0; c < 20 * scale; c++) run_case(&rng, case_no++, &small_c, c % 3 == 2, 0);
+    for (int64_t c = 0; c < 4 * scale; c++) run_case(&rng, case_no++, &medium, c % 3 == 2, 0);
+    for (int64_t c = 0; c < 2 * scale; c++) run_case(&rng, case_no++, &medium, 0, 1);
     if (!small)
-        for (int64_t c = 0; c < 6; c++) run_case(&rng, case_no++, &large_c, c % 3 == 2);
+        for (int64_t c = 0; c < 6; c++) run_case(&rng, case_no++, &large_c, c % 3 == 2, 0);
     for (int64_t c = 0; c < 8 * scale; c++) mask_case(&rng, c);
     graph_capture_case(&rng);
     if (large) large_case(seed);
