@@ -242,8 +242,9 @@ static void inject_error(ts_rng *rng, ts_hard_call *call, int64_t b, int kind) {
 }
 
 /* long_runs: loglik values with one token a item raised above every other
- * cell, so that its run spans most of the band (runs past a 32-frame word
- * and past the one-block backtrack's 64-frame window). */
+ * cell, so that its run spans most of the band: runs across several 32-frame
+ * decision words (the one-block kernel's backtrack reads a word at a time),
+ * and past the chunks a warp of that kernel skips or sweeps masked. */
 static void run_case(ts_rng *rng, int64_t case_no, const size_class *size, int with_errors,
                      int long_runs) {
     ts_hard_plan plan;
