@@ -316,9 +316,8 @@ template <typename TV, bool FRAME_ROWS> struct SmallLoader {
  * Token rows: a row at a time, lane k at frame 32c + k, so that a store
  * touches consecutive words (a lane a row, 160 floats apart, put every
  * lane in one bank: ~6k cycles a chunk). Frame rows: a frame at a time,
- * each lane its two tokens. Warps above the first only: warp 0 has no idle
- * round to do it in, and runs its first three chunks in the masked body
- * instead. */
+ * each lane its two tokens. Called by the warps above the first in their
+ * idle rounds (see the sweep). */
 template <typename TV, bool FRAME_ROWS>
 __device__ __forceinline__ void small_below(unsigned char *tile, int lane, int base, int c, int X) {
     const int f_lo = 32 * c;
