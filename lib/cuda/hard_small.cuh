@@ -20,8 +20,9 @@
  * bit per frame, stored every 32 frames): word m of token r holds frames
  * 32m..32m+31, frame 32m+k at bit 31-k. The backtrack walks tokens, not
  * frames: from token r ending at frame f, the run starts at the last frame
- * s in [r, f] whose bit says "moved" (r when none: a token equal to its
- * frame must move), found a word at a time; T steps instead of S.
+ * s in [r, f] whose bit says "moved" (the bit of frame r is always set on
+ * a finite path: a token equal to its frame must move), found a word at a
+ * time; T steps instead of S.
  *
  * The same rules and the same arithmetic as hard_forward (the compare of
  * MaxPlus::plus is the bit; NaN/+inf checked on band cells only; cells below
@@ -628,24 +629,29 @@ __global__ void __launch_bounds__(512, 1) hard_small(SmallArgs a) {
         s_status = st;
         if (st == MAS_OK) {
             /* A token a step, the word holding its end frame read on the
-             * chain: a shared load, masks, a find-first-set (~15 dependent
-             * instructions). Loading the next token's likely words ahead
-             * and picking one by compares put ~30 on the chain, more than
-             * the load it hid (2 us of the kernel at B=32 T=150 S=800). */
+             * chain. The run of token r ending at f starts at the last
+             * frame s in [r, f] whose bit says moved: frame F at bit
+             * 31 - (F & 31) of word F / 32. The bit of frame r is set on
+             * any path with a finite score (cell (r, r) can only be reached
+             * from (r-1, r-1), its stay input is -inf), so the search needs
+             * no mask at word r / 32 and finds s >= r; the max only guards
+             * the outputs if that ever failed. One thread, nothing to hide
+             * latency: the chain per token (8 instructions, the load, a
+             * branch) is the cost. Keep the loop's shape, a token a step:
+             * the grouped and windowed forms tried made ptxas schedule the
+             * sweep's loads late (bench/sass_load_use.py, notes-gpu.md). */
             int f = Y - 1;
             const uint32_t *row = bits + (size_t)(X - 1) * sw;
             for (int r = X - 1; r > 0; --r) {
-                /* the run of token r ends at f: it starts at the last frame
-                 * s in [r, f] whose bit says moved, r when none; frame F at
-                 * bit 31 - (F & 31) of word F / 32 */
                 int m = f >> 5;
-                const int mr = r >> 5;
-                uint32_t w = row[m] & (0xffffffffu << (31 - (f & 31)));
-                while (!w && m > mr) w = row[--m]; /* a run past a word (rare) */
-                if (m == mr) w &= 0xffffffffu >> (r & 31);
-                const int s = w ? 32 * m + 31 - (__ffs(w) - 1) : r;
-                rb[r] = s;
-                f = s - 1;
+                uint32_t w = row[m] & (0xffffffffu << (~f & 31));
+                if (!w) { /* a run past a word (rare) */
+                    const int mr = r >> 5;
+                    while (!w && m > mr) w = row[--m];
+                    if (!w) w = 1u << (31 - (r & 31));
+                }
+                f = max(32 * m + 30 - (__ffs(w) - 1), r - 1); /* s - 1 */
+                rb[r] = f + 1;
                 row -= sw;
             }
             rb[0] = 0;
