@@ -14,7 +14,9 @@
  * token's scores (lane 31 of warp w-1 feeds lane 0 of warp w), handed on a
  * chunk of 32 steps at a time in rounds separated by __syncthreads (the
  * synchronisation compute-sanitizer's racecheck can follow; a warp that
- * waits at it costs what spinning on a flag would).
+ * waits at it costs what spinning on a flag would). The tiles of values
+ * come by cp.async from copy warps (one a sweep warp, or one for three):
+ * the sweep warps, bound by issue, spend none of their slots on copies.
  *
  * Decision bits come out per token (a lane's bits are a shift register, one
  * bit per frame, stored every 32 frames): word m of token r holds frames
@@ -50,7 +52,21 @@ constexpr int kSmallRing = 128;  /* frames of the tile ring: 4 chunks of 32 */
  * lane's 32 frames of a chunk are 32 consecutive columns (no wrap-around
  * arithmetic per step). */
 constexpr int kSmallCols = kSmallRing + 32;
-constexpr int kSmallMaxWarps = 16;
+/* Sweep warps at most: with as many copy warps, 512 threads. (More would
+ * not fit 227 KB of shared memory in float32; a 16-bit shape with more than
+ * 512 tokens and so few frames that it would is left to the multi-kernel
+ * path.) */
+constexpr int kSmallMaxWarps = 8;
+/* Copy warps: warps W .. W + C - 1 issue the sweep warps' tile copies, copy
+ * warp k those of sweep warps k, k + C, ... With 3 sweep warps one copy
+ * warp, alone on the fourth scheduler (warp w issues on scheduler w % 4). */
+__host__ __device__ inline int small_copiers(int W) { return W == 3 ? 1 : W; }
+/* Threads a block: the sweep warps, the copy warps, at least 4 warps (the
+ * outputs are written by all). */
+__host__ __device__ inline int small_threads(int W) {
+    const int n = W + small_copiers(W);
+    return 32 * (n < 4 ? 4 : n);
+}
 /* Rounds between warp w-1's chunk c and warp w's (see the sweep). */
 constexpr int kSmallLag = 2;
 /* Boundary rows: 32 entries of padding on each side, so that the stores of
@@ -100,8 +116,8 @@ struct SmallArgs {
 
 /* Phase stamps of the PHASES kernels, per block: kernel start, lengths
  * known, sweep done, backtrack done, outputs done; the round count; each
- * warp's cycles in its chunks' sweeps and in their loads' landing waits;
- * the start of every round (up to kPhaseMaxRounds). */
+ * warp's cycles in its chunks' sweeps and before them in each round; the
+ * start of every round (up to kPhaseMaxRounds). */
 enum { kPhStart, kPhLengths, kPhSweep, kPhBacktrack, kPhEnd, kPhRounds, kPhSweepW = 8,
        kPhLoadW = 24, kPhRound0 = 40 };
 constexpr int kPhaseMaxRounds = 216, kPhaseSlots = kPhRound0 + kPhaseMaxRounds;
@@ -125,7 +141,7 @@ template <bool ON> struct SmallStamps {
             t0 = clock64();
         }
     }
-    /* the chunk has landed; then swept */
+    /* the chunk's sweep begins; then it is swept */
     __device__ __forceinline__ void loaded() {
         if constexpr (ON) {
             const long long t = clock64();
@@ -254,12 +270,19 @@ template <typename TV, bool FRAME_ROWS> struct SmallLoader {
 
     /* Passes [0, n) of one copy of a chunk: a 16-byte cp.async each, no
      * branch; passes k >= n (rows past the lengths) copy nothing (source
-     * size 0: the tile gets zeros, the pointer stays on the last row read). */
+     * size 0: the tile gets zeros; their address is sp).
+     * The pointer steps through the passes unconditionally and a pass past
+     * n reads from sp: stepping it only while k + 1 < n chained a 64-bit add
+     * and two selects a pass, ~500 cycles of each ~2.1k-cycle round
+     * (tests/cuda/bench_small_phases.cu, "load issue"); addresses made
+     * from sp a pass at a time were hoisted out of the sweep by ptxas into
+     * 32 registers (spills in the float64 and chain kernels). */
     __device__ __forceinline__ void passes_async(uint32_t d, const unsigned char *sp, int n) const {
+        const unsigned char *p = sp;
 #pragma unroll
         for (int k = 0; k < PASSES; ++k) {
-            cp_async16_n(d + k * kPass, sp, k < n ? 16 : 0);
-            if (k + 1 < n) sp += pass_step;
+            cp_async16_n(d + k * kPass, k < n ? p : sp, k < n ? 16 : 0);
+            p += pass_step;
         }
     }
 
@@ -563,50 +586,71 @@ __global__ void __launch_bounds__(512, 1) hard_small(SmallArgs a) {
     s.q0 = s.q1 = s.g0 = s.g1 = neg_inf<TA>();
     s.in = (w == 0 && lane == 0) ? (TA)0 : neg_inf<TA>(); /* the virtual start */
     s.w0 = s.w1 = 0;
-    const SmallLoader<TV, FRAME_ROWS> loader(tile, item, a.s1, a.s2, base, X, lane);
-    if (active) {
-        loader.load(c0, X, Y);
+    /* The copy warps (small_threads) issue each sweep warp's copies on its
+     * schedule (chunk c + 2 in the round that sweeps chunk c) and wait for
+     * them a round before their sweep, so that the round's barrier hands
+     * them over. A sweep warp then spends no issue slots on its 16-32
+     * cp.async a chunk and their addresses (~500 of each ~2.1k-cycle
+     * round: tests/cuda/bench_small_phases.cu, 2026-11-27). They run a
+     * loop of their own with the same barriers (warp-uniform), so that the
+     * sweep's loop keeps its code and ptxas its schedule. */
+    const int C = small_copiers(W);
+    if (w >= W && w < W + C) {
+        /* warp v's copies: its loader (tokens 64v..), from its c0 = 2v */
+        auto loader_of = [&](int v) {
+            return SmallLoader<TV, FRAME_ROWS>(smem + L.tiles + (size_t)v * TB, item, a.s1, a.s2,
+                                               v * kSmallRows, X, lane);
+        };
+        auto sweeps = [&](int v) { return sweep && v * kSmallRows < X; };
+        for (int v = w - W; v < W; v += C)
+            if (sweeps(v)) loader_of(v).load(2 * v, X, Y);
         async_commit();
-        loader.load(c0 + 1, X, Y);
+        for (int v = w - W; v < W; v += C)
+            if (sweeps(v)) loader_of(v).load(2 * v + 1, X, Y);
         async_commit();
-    }
+        async_wait<1>(); /* chunk c0 of each, swept in its first round */
 #pragma unroll 1
-    for (int i = 0; i < rounds; ++i) {
-        /* the warp below's scores of the last round are written, and every
-         * lane is done with the slot chunk c+2 goes to (chunk c-2's) */
-        __syncthreads();
-        stamps.round(i);
-        const int c = i - kSmallLag * w;
-        if (!active || c >= nch) continue;
-        if (c < c0) {
-            if (c >= c0 - 3) {
-                async_wait<0>();
-                __syncwarp();
-                small_below<TV, FRAME_ROWS>(tile, lane, base, c + 2, X);
+        for (int i = 0; i < rounds; ++i) {
+            __syncthreads();
+            for (int v = w - W; v < W; v += C) {
+                const int cv = i - kSmallLag * v; /* the chunk warp v sweeps */
+                if (sweeps(v) && cv >= 2 * v && cv < nch) loader_of(v).load(cv + 2, X, Y);
             }
-            continue;
+            async_commit();
+            async_wait<1>(); /* what the sweep warps sweep next round */
         }
-        /* lane 0's input of the first step, which the skipped chunks' last
-         * step would have read (frame 32c-1 of the warp below's top token,
-         * on the band's diagonal); the other lanes' inputs are below the
-         * band, -inf as set */
-        if (c == c0 && c > 0 && lane == 0) s.in = bnd_in[32 * c - 1];
-        loader.load(c + 2, X, Y);
-        async_commit();
-        async_wait<2>();
-        __syncwarp(); /* every lane's pieces of chunk c have landed */
-        stamps.loaded();
-        if (c >= (c0 == 0 ? 3 : c0) && 32 * c + 31 <= Y - 1)
-            small_chunk<TV, FRAME_ROWS, kFast, CHAIN>(tile, s, lane, c, j0, X, Y, width, bnd_in,
-                                                      bnd_out, bits0, bits1, wt);
-        else
-            small_chunk<TV, FRAME_ROWS, kMasked, CHAIN>(tile, s, lane, c, j0, X, Y, width, bnd_in,
-                                                        bnd_out, bits0, bits1, wt);
-        stamps.swept();
+        async_wait<0>();
+    } else {
+#pragma unroll 1
+        for (int i = 0; i < rounds; ++i) {
+            /* the warp below's scores of the last round are written, the
+             * copies of chunk c have landed, and every lane is done with
+             * the slot chunk c+2 goes to (chunk c-2's) */
+            __syncthreads();
+            stamps.round(i);
+            const int c = i - kSmallLag * w;
+            if (!active || c >= nch) continue;
+            if (c < c0) {
+                if (c >= c0 - 3) small_below<TV, FRAME_ROWS>(tile, lane, base, c + 2, X);
+                continue;
+            }
+            /* lane 0's input of the first step, which the skipped chunks'
+             * last step would have read (frame 32c-1 of the warp below's
+             * top token, on the band's diagonal); the other lanes' inputs
+             * are below the band, -inf as set */
+            if (c == c0 && c > 0 && lane == 0) s.in = bnd_in[32 * c - 1];
+            stamps.loaded();
+            if (c >= (c0 == 0 ? 3 : c0) && 32 * c + 31 <= Y - 1)
+                small_chunk<TV, FRAME_ROWS, kFast, CHAIN>(tile, s, lane, c, j0, X, Y, width, bnd_in,
+                                                          bnd_out, bits0, bits1, wt);
+            else
+                small_chunk<TV, FRAME_ROWS, kMasked, CHAIN>(tile, s, lane, c, j0, X, Y, width,
+                                                            bnd_in, bnd_out, bits0, bits1, wt);
+            stamps.swept();
+        }
     }
     stamps.totals(w, rounds);
     if (active) {
-        async_wait<0>();
         /* the word of frame Y-1 when it is not full: bit 0 holds frame Y-1 */
         const int yl = Y - 1;
         if ((yl & 31) != 31) {
@@ -798,9 +842,7 @@ mas_status launch_small(const SmallArgs &sa, int64_t B, size_t smem, const Devic
     auto kernel = hard_small<TV, FRAME_ROWS, CHAIN>;
     mas_status st = ensure_smem(cache, kernel, dev, smem);
     if (st != MAS_OK) return st;
-    /* at least 4 warps: the outputs and the path are written by all */
-    const int threads = 32 * (sa.warps < 4 ? 4 : sa.warps);
-    kernel<<<(unsigned)B, threads, smem, stream>>>(sa);
+    kernel<<<(unsigned)B, small_threads(sa.warps), smem, stream>>>(sa);
     return MAS_OK;
 }
 

@@ -49,7 +49,7 @@ static float time_ms(void (*launch)(const SmallArgs &, int64_t, size_t), const S
 }
 
 template <bool PHASES> static void launch(const SmallArgs &sa, int64_t B, size_t smem) {
-    const int threads = 32 * (sa.warps < 4 ? 4 : sa.warps);
+    const int threads = small_threads(sa.warps);
     hard_small<float, false, false, PHASES><<<(unsigned)B, threads, smem>>>(sa);
     CUDA_OK(cudaGetLastError());
 }
@@ -149,7 +149,7 @@ static void shape(int64_t B, int64_t T, int64_t S, double clock_ghz, const Devic
     printf("(the stamps' total over the stamped kernel's event time: %.2f GHz)\n",
            total * k / (stamped * 1e6));
     printf("sweep: %.0f cycles a round, %.1f a step; per warp, cycles in chunk "
-           "landing waits / chunk sweeps / waiting (the rest of the sweep phase):\n",
+           "before their sweep (the round's start) / chunk sweeps / waiting (the rest):\n",
            sweep * k / rounds, sweep * k / rounds / 32);
     for (int w = 0; w < warps && w < 16; w++)
         printf("  warp %d: %.0f / %.0f / %.0f  (%.1f cycles a step in its chunks)\n", w,
