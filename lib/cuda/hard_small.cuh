@@ -340,20 +340,23 @@ template <typename TV, bool FRAME_ROWS> struct SmallLoader {
  * Token rows: a row at a time, lane k at frame 32c + k, so that a store
  * touches consecutive words (a lane a row, 160 floats apart, put every
  * lane in one bank: ~6k cycles a chunk). Frame rows: a frame at a time,
- * each lane its two tokens. Called by the warps above the first in their
- * idle rounds (see the sweep). */
+ * each lane its two tokens. Rows (tokens base + r) r < r_min are left
+ * alone, and with mirror false the mirror copy of slot 0. Called by the
+ * warps above the first in their idle rounds and by warp 0's copy warp
+ * (see the sweep). */
 template <typename TV, bool FRAME_ROWS>
-__device__ __forceinline__ void small_below(unsigned char *tile, int lane, int base, int c, int X) {
+__device__ __forceinline__ void small_below(unsigned char *tile, int lane, int base, int c, int X,
+                                            int r_min = 0, bool mirror = true) {
     const int f_lo = 32 * c;
     const TV ninf = narrow_neg_inf<TV>();
     TV *t = (TV *)tile;
-    for (int copy = 0; copy < ((c & 3) == 0 ? 2 : 1); ++copy) {
+    for (int copy = 0; copy < ((c & 3) == 0 && mirror ? 2 : 1); ++copy) {
         const int slot = (c & 3) * 32 + copy * kSmallRing;
         if constexpr (FRAME_ROWS) {
             const int j0 = base + 2 * lane;
             const bool top = j0 + 1 < X;
             const int n1 = j0 + 1 - f_lo < 32 ? j0 + 1 - f_lo : 32; /* frames below token j0+1 */
-            if (j0 >= X) continue;
+            if (j0 >= X || j0 - base < r_min) continue;
             for (int k = 0; k < n1; ++k) {
                 TV *row = t + (size_t)(slot + k) * kSmallRows + 2 * lane;
                 if (f_lo + k < j0) row[0] = ninf;
@@ -362,7 +365,7 @@ __device__ __forceinline__ void small_below(unsigned char *tile, int lane, int b
         } else {
             const int f = f_lo + lane;
             const int r_end = X - base < kSmallRows ? X - base : kSmallRows; /* tokens < x_len */
-            for (int r = f_lo - base + 1 > 0 ? f_lo - base + 1 : 0; r < r_end; ++r)
+            for (int r = f_lo - base + 1 > r_min ? f_lo - base + 1 : r_min; r < r_end; ++r)
                 if (f < base + r) t[(size_t)r * kSmallCols + slot + lane] = ninf;
         }
     }
@@ -609,6 +612,14 @@ __global__ void __launch_bounds__(512, 1) hard_small(SmallArgs a) {
             if (sweeps(v)) loader_of(v).load(2 * v + 1, X, Y);
         async_commit();
         async_wait<1>(); /* chunk c0 of each, swept in its first round */
+        /* Warp 0 has no idle round to set its cells below the band to
+         * -inf (chunks 0 and 1 hold them all): its copy warp does, in the
+         * first round (both landed by then), so that warp 0 runs the fast
+         * body from chunk 1. Chunk 0 stays masked (its lanes start before
+         * frame 0) and is swept meanwhile: lane 0 from slot 0, the others
+         * from slot 0's mirror copy. So the fill leaves the mirror and lane
+         * 0's tokens alone; the fast chunks read neither. */
+        const bool head = w == W && sweeps(0);
 #pragma unroll 1
         for (int i = 0; i < rounds; ++i) {
             __syncthreads();
@@ -618,6 +629,11 @@ __global__ void __launch_bounds__(512, 1) hard_small(SmallArgs a) {
             }
             async_commit();
             async_wait<1>(); /* what the sweep warps sweep next round */
+            if (head && i == 0) {
+                __syncwarp(); /* every lane's pieces have landed */
+                small_below<TV, FRAME_ROWS>(smem + L.tiles, lane, 0, 0, X, 2, false);
+                small_below<TV, FRAME_ROWS>(smem + L.tiles, lane, 0, 1, X);
+            }
         }
         async_wait<0>();
     } else {
@@ -640,7 +656,7 @@ __global__ void __launch_bounds__(512, 1) hard_small(SmallArgs a) {
              * are below the band, -inf as set */
             if (c == c0 && c > 0 && lane == 0) s.in = bnd_in[32 * c - 1];
             stamps.loaded();
-            if (c >= (c0 == 0 ? 3 : c0) && 32 * c + 31 <= Y - 1)
+            if (c >= (c0 == 0 ? 1 : c0) && 32 * c + 31 <= Y - 1)
                 small_chunk<TV, FRAME_ROWS, kFast, CHAIN>(tile, s, lane, c, j0, X, Y, width, bnd_in,
                                                           bnd_out, bits0, bits1, wt);
             else
