@@ -273,10 +273,10 @@ template <typename TV, bool FRAME_ROWS> struct SmallLoader {
      * size 0: the tile gets zeros; their address is sp).
      * The pointer steps through the passes unconditionally and a pass past
      * n reads from sp: stepping it only while k + 1 < n chained a 64-bit add
-     * and two selects a pass, ~500 cycles of each ~2.1k-cycle round
-     * (tests/cuda/bench_small_phases.cu, "load issue"); addresses made
-     * from sp a pass at a time were hoisted out of the sweep by ptxas into
-     * 32 registers (spills in the float64 and chain kernels). */
+     * and two selects a pass (a chunk's issue took ~520 cycles, ~360
+     * without them: tests/cuda/bench_small_phases.cu); addresses made from
+     * sp a pass at a time were hoisted out of the rounds by ptxas into 32
+     * registers (spills in the float64 and chain kernels). */
     __device__ __forceinline__ void passes_async(uint32_t d, const unsigned char *sp, int n) const {
         const unsigned char *p = sp;
 #pragma unroll
@@ -566,10 +566,10 @@ __global__ void __launch_bounds__(512, 1) hard_small(SmallArgs a) {
      * before chunk c0+3's) and of chunks c0 and c0+1 (asked before the
      * rounds, landed by then) to -inf, off the critical path, and then runs
      * the fast body from its first chunk. Warp 0 has no idle round: its
-     * first three chunks, the only ones with cells below its band, run the
-     * masked body (cheaper than the ~3k-cycle fill of a chunk on the
-     * critical path: the first round took ~10k cycles with it, ~4.6k
-     * without). */
+     * copy warp sets them (chunks 0 and 1) in the first round, while warp 0
+     * sweeps chunk 0 with the masked body (a fill on warp 0's own path cost
+     * more than the masked chunks it saved), then runs the fast body from
+     * chunk 1. */
     const int base = w * kSmallRows;
     const int c0 = base / 32;
     const bool active = sweep && w < W && base < X;
