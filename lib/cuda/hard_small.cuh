@@ -20,7 +20,7 @@
  *
  * Decision bits come out per token (a lane's bits are a shift register, one
  * bit per frame, stored every 32 frames): word m of token r holds frames
- * 32m..32m+31, frame 32m+k at bit 31-k. The backtrack walks tokens, not
+ * 32m..32m+31, frame 32m+k at bit k. The backtrack walks tokens, not
  * frames: from token r ending at frame f, the run starts at the last frame
  * s in [r, f] whose bit says "moved" (the bit of frame r is always set on
  * a finite path: a token equal to its frame must move), found a word at a
@@ -472,8 +472,8 @@ __device__ __forceinline__ void small_chunk(const unsigned char *tile, SmallLane
             n1 = below1 ? neg_inf<TA>() : n1;
             s.q0 = live ? n0 : s.q0;
             s.q1 = live ? n1 : s.q1;
-            s.w0 = live ? s.w0 * 2u + (uint32_t)a0 : s.w0;
-            s.w1 = live ? s.w1 * 2u + (uint32_t)a1 : s.w1;
+            s.w0 = live ? (s.w0 >> 1) | ((uint32_t)a0 << 31) : s.w0;
+            s.w1 = live ? (s.w1 >> 1) | ((uint32_t)a1 << 31) : s.w1;
             const bool real = f >= 0 && f < Y;
             /* frame f closes a word: (f & 31) == 31 <=> lane == (j + 1) & 31 */
             if (lane == ((j + 1) & 31) && real) {
@@ -486,8 +486,8 @@ __device__ __forceinline__ void small_chunk(const unsigned char *tile, SmallLane
             s.g1 = j <= edge + 1 ? guard_max(s.g1, v1) : s.g1;
             s.q0 = n0;
             s.q1 = n1;
-            s.w0 = s.w0 * 2u + (uint32_t)a0;
-            s.w1 = s.w1 * 2u + (uint32_t)a1;
+            s.w0 = (s.w0 >> 1) | ((uint32_t)a0 << 31);
+            s.w1 = (s.w1 >> 1) | ((uint32_t)a1 << 31);
             if (lane == ((j + 1) & 31)) {
                 bits0[wi] = s.w0;
                 bits1[wi] = s.w1;
@@ -667,11 +667,11 @@ __global__ void __launch_bounds__(512, 1) hard_small(SmallArgs a) {
     }
     stamps.totals(w, rounds);
     if (active) {
-        /* the word of frame Y-1 when it is not full: bit 0 holds frame Y-1 */
+        /* the word of frame Y-1 when it is not full: bit 31 holds frame Y-1 */
         const int yl = Y - 1;
         if ((yl & 31) != 31) {
-            bits0[yl >> 5] = s.w0 << (31 - (yl & 31));
-            bits1[yl >> 5] = s.w1 << (31 - (yl & 31));
+            bits0[yl >> 5] = s.w0 >> (31 - (yl & 31));
+            bits1[yl >> 5] = s.w1 >> (31 - (yl & 31));
         }
         if (j0 == X - 1) s_final = (double)s.q0;
         if (j0 + 1 == X - 1) s_final = (double)s.q1;
@@ -691,7 +691,7 @@ __global__ void __launch_bounds__(512, 1) hard_small(SmallArgs a) {
             /* A token a step, the word holding its end frame read on the
              * chain. The run of token r ending at f starts at the last
              * frame s in [r, f] whose bit says moved: frame F at bit
-             * 31 - (F & 31) of word F / 32. The bit of frame r is set on
+             * F & 31 of word F / 32. The bit of frame r is set on
              * any path with a finite score (cell (r, r) can only be reached
              * from (r-1, r-1), its stay input is -inf), so the search needs
              * no mask at word r / 32 and finds s >= r; the max only guards
@@ -704,13 +704,13 @@ __global__ void __launch_bounds__(512, 1) hard_small(SmallArgs a) {
             const uint32_t *row = bits + (size_t)(X - 1) * sw;
             for (int r = X - 1; r > 0; --r) {
                 int m = f >> 5;
-                uint32_t w = row[m] & (0xffffffffu << (~f & 31));
+                uint32_t w = row[m] & (0xffffffffu >> (~f & 31));
                 if (!w) { /* a run past a word (rare) */
                     const int mr = r >> 5;
                     while (!w && m > mr) w = row[--m];
-                    if (!w) w = 1u << (31 - (r & 31));
+                    if (!w) w = 1u << (r & 31);
                 }
-                f = max(32 * m + 30 - (__ffs(w) - 1), r - 1); /* s - 1 */
+                f = max(32 * m + 30 - __clz(w), r - 1); /* s - 1 */
                 rb[r] = f + 1;
                 row -= sw;
             }
