@@ -662,8 +662,8 @@ mas_status mas_topo_forward_sum_cpu(const mas_topo_args *args,
  * order as the CPU: one block and one launch an item when the emissions'
  * rows and frames (dim[1], dim[2]) fit one block's shared memory (at most
  * 512 rows, 16-byte aligned along frames or states; e.g. 256 x 800 in
- * float32 on an H100), else several blocks an item in the unbounded workspace (whose
- * size covers it). Other topologies: items of up to 1024
+ * float32 on an H100), else several blocks an item in the unbounded
+ * workspace (whose size covers it). Other topologies: items of up to 1024
  * states run one block an item; longer chains are split over several
  * blocks that hand the scores at their edges on frame by frame (all of an
  * item's blocks must be resident at once: MAS_ERR_BAD_ARGUMENT beyond:

@@ -406,16 +406,16 @@ template <typename TA> struct SmallLane {
 };
 
 /* One chunk: steps t = 32c .. 32c+31, lane l at frame f = 32c + j - l.
- * kFast: every frame of the chunk is < y_len, and the chunk holds no cell
- * below the band (warp 0 from chunk 3 on: every lane's frames, from
- * 32c - 31 >= 65, lie past its tokens) or those cells are -inf in the tile
- * (warps above: small_below in their idle rounds), so their scores come
- * out -inf with no predicate. Tokens >= x_len compute on stale tile cells
- * (their scores only reach tokens above them, their guards are ignored);
- * the guard skips cells above the band. kMasked: anything else: warp 0's
- * first three chunks (cells below the band forced to -inf whatever the
- * tile holds), frames >= y_len (they leave the lane's state as it was at
- * frame y_len-1; stores only for frames in [0, y_len)).
+ * kFast: every frame of the chunk is < y_len, and the chunk's cells below
+ * the band are -inf in the tile (small_below: the warps above the first in
+ * their idle rounds, warp 0's copy warp for its chunks 0 and 1), so their
+ * scores come out -inf with no predicate. Tokens >= x_len compute on stale
+ * tile cells (their scores only reach tokens above them, their guards are
+ * ignored); the guard skips cells above the band. kMasked: anything else:
+ * warp 0's chunk 0 (cells below the band and frames before 0 forced to
+ * -inf whatever the tile holds), chunks with frames >= y_len (they leave
+ * the lane's state as it was at frame y_len-1; stores only for frames in
+ * [0, y_len)).
  * The tile cells of step j+2 are loaded at step j: a step's chain is
  * compare, select, add, and a load's latency would be most of it. */
 enum { kFast, kMasked };
@@ -696,7 +696,7 @@ __global__ void __launch_bounds__(512, 1) hard_small(SmallArgs a) {
              * from (r-1, r-1), its stay input is -inf), so the search needs
              * no mask at word r / 32 and finds s >= r; the max only guards
              * the outputs if that ever failed. One thread, nothing to hide
-             * latency: the chain per token (8 instructions, the load, a
+             * latency: the chain per token (7 instructions, the load, a
              * branch) is the cost. Keep the loop's shape, a token a step:
              * the grouped and windowed forms tried made ptxas schedule the
              * sweep's loads late (bench/sass_load_use.py, notes-gpu.md). */
