@@ -227,7 +227,8 @@ class TorchFrame:
             # the common case, checked with as little as possible
             if x.dim() != 1 or x.shape[0] != batch:
                 _check_lengths_meta(x.dim(), tuple(x.shape), True, batch, what)
-            return x.detach() if x.is_contiguous() else x.detach().contiguous()
+            # int64 never requires grad: no detach (it costs a view a call)
+            return x if x.is_contiguous() else x.contiguous()
         if isinstance(x, torch.Tensor):
             integer = not (x.dtype.is_floating_point or x.dtype.is_complex or x.dtype == torch.bool)
             _check_lengths_meta(x.dim(), tuple(x.shape), integer, batch, what)

@@ -42,7 +42,7 @@ _GRAD_CHUNK_ELEMENTS = 1 << 24  # per-Gaussian responsibilities held at once
 
 
 def _plain(frame, x):
-    return x.detach() if frame.name == "torch" else x
+    return x.detach() if frame.name == "torch" and x.requires_grad else x
 
 
 def _swap12(frame, a):

@@ -51,8 +51,10 @@ def _call(fname, frame, op, sizes, code, threads, invoke):
 
 
 def _plain(frame, x):
-    """x as the frame's array, cut from autograd (the C library only reads)."""
-    if frame.name == "torch":
+    """x as the frame's array, cut from autograd (the C library only reads;
+    a tensor that does not require grad is cut already: a detach would cost
+    a view a call)."""
+    if frame.name == "torch" and x.requires_grad:
         return x.detach()
     return x
 
