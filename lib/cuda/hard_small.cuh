@@ -18,9 +18,11 @@
  * come by cp.async from copy warps (one a sweep warp, or one for three):
  * the sweep warps, bound by issue, spend none of their slots on copies.
  *
- * Decision bits come out per token (a lane's bits are a shift register, one
- * bit per frame, stored every 32 frames): word m of token r holds frames
- * 32m..32m+31, frame 32m+k at bit k. The backtrack walks tokens, not
+ * Decision bits come out per token: a lane sets bit j of a word at step j
+ * of a chunk and, at the chunk's end, stores the word of frames it has
+ * completed (a funnel shift of two chunks' words by its lane), so the steps
+ * store nothing; word m of token r holds frames 32m..32m+31, frame 32m+k
+ * at bit k. The backtrack walks tokens, not
  * frames: from token r ending at frame f, the run starts at the last frame
  * s in [r, f] whose bit says "moved" (the bit of frame r is always set on
  * a finite path: a token equal to its frame must move), found a word at a
