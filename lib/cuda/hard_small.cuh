@@ -22,11 +22,10 @@
  * of a chunk and, at the chunk's end, stores the word of frames it has
  * completed (a funnel shift of two chunks' words by its lane), so the steps
  * store nothing; word m of token r holds frames 32m..32m+31, frame 32m+k
- * at bit k. The backtrack walks tokens, not
- * frames: from token r ending at frame f, the run starts at the last frame
- * s in [r, f] whose bit says "moved" (the bit of frame r is always set on
- * a finite path: a token equal to its frame must move), found a word at a
- * time; T steps instead of S.
+ * at bit k. The backtrack walks tokens, not frames: from token r ending at
+ * frame f, the run starts at the last frame s in [r, f] whose bit says
+ * "moved" (the bit of frame r is always set on a finite path: a token equal
+ * to its frame must move), found a word at a time; T steps instead of S.
  *
  * The same rules and the same arithmetic as hard_forward (the compare of
  * MaxPlus::plus is the bit; NaN/+inf checked on band cells only; cells below
