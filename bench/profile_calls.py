@@ -1,7 +1,7 @@
 """Where the host time of a small CUDA call goes (issue 9): the cost of each
 piece of the Python path measured alone in a loop, then cProfile of the
 whole call. Run on a GPU machine after installing the package:
-    python3 bench/profile_calls.py [--calls N]
+    python3 bench/profile_calls.py [--calls N] [--ctc | --hmm | --alloc]
 Prints microseconds per call; nothing here is a test."""
 
 import argparse
@@ -36,7 +36,12 @@ def main():
                     help="forced_align at the issue-12 shape (B=32 S=1500 L=300 V=32) instead")
     ap.add_argument("--hmm", action="store_true",
                     help="viterbi of the issue-12 3-state HMM (B=32, 150 phones, S=800) instead")
+    ap.add_argument("--alloc", action="store_true",
+                    help="align's three output allocations against one carved by as_strided, "
+                         "three repeats, instead")
     args = ap.parse_args()
+    if args.alloc:
+        return alloc(max(args.calls, 1000))
     if args.ctc:
         return ctc(max(args.calls // 10, 20))
     if args.hmm:
@@ -113,6 +118,55 @@ def print_profile(name, fn, n, top):
     pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(top)
     print(f"\n--- cProfile {name}, {n} calls (tottime) ---")
     print("\n".join(out.getvalue().splitlines()[6:top + 12]))
+
+
+def alloc(n):
+    """Host time of align's outputs at B=16 T=60 S=300: three torch.empty
+    against one allocation carved by as_strided, and whole align calls with
+    each (the carved form patched into hard._align_core for the run); three
+    repeats, as the host's noise is larger than the difference."""
+    from libmas import hard
+    dev = torch.device("cuda")
+    B, T, S = 16, 60, 300
+    i32, f32 = torch.int32, torch.float32
+    n_t, n_s = (B * T + 63) // 64 * 64, (B * S + 63) // 64 * 64
+
+    def three():
+        return (torch.empty((B, T), dtype=i32, device=dev),
+                torch.empty((B, S), dtype=i32, device=dev),
+                torch.empty((B,), dtype=f32, device=dev))
+
+    def carved():
+        buf = torch.empty((n_t + n_s + 64,), dtype=i32, device=dev)
+        return (buf.as_strided((B, T), (T, 1), 0), buf.as_strided((B, S), (S, 1), n_t),
+                buf.view(f32).as_strided((B,), (1,), n_t + n_s))
+
+    def core_carved(fname, frame, v, x_lengths, y_lengths, bst, threads, budget=None):
+        code = _arrays.value_code(frame, v, fname)
+        batch = hard._shape_checked(v, bst, fname)[0]
+        x_len = frame.lengths(x_lengths, batch, f"{fname}: x_lengths")
+        y_len = frame.lengths(y_lengths, batch, f"{fname}: y_lengths")
+        d, i, s = carved()
+        pending = hard._run(fname, frame, v, code, x_len, y_len, bst, (None, d, i, s), threads,
+                            budget)
+        return d, i, s, pending
+
+    v = torch.randn(B, T, S, device=dev)
+    xl = torch.full((B,), T, dtype=torch.int64, device=dev)
+    yl = torch.full((B,), S, dtype=torch.int64, device=dev)
+    print(f"B={B} T={T} S={S}, {n} calls per row, host time per call in us")
+    core = hard._align_core
+    for _ in range(3):
+        print(f"  {'3 x torch.empty (+ free)':45s} {per_call_us(three, n):8.2f}")
+        print(f"  {'1 empty + 3 as_strided + view (+ free)':45s} {per_call_us(carved, n):8.2f}")
+        us = per_call_us(lambda: libmas.align(v, xl, yl).durations, n)
+        print(f"  {'align(...).durations':45s} {us:8.2f}")
+        hard._align_core = core_carved
+        try:
+            us = per_call_us(lambda: libmas.align(v, xl, yl).durations, n)
+        finally:
+            hard._align_core = core
+        print(f"  {'align(...).durations, carved outputs':45s} {us:8.2f}")
 
 
 def ctc(n):

@@ -590,7 +590,8 @@ __global__ void __launch_bounds__(512, 1) hard_small(SmallArgs a) {
      * reaches frame y_len-1 runs masked, which stops the scores there:
      * the final score. (Chunks past y_len in the masked body took ~2.4x a
      * fast round, rounds 3.3k against 1.35k cycles at T=60.) */
-    const int c_final = base <= X - 1 && X - 1 < base + kSmallRows ? (Y - 1 + ((X - 1 - base) >> 1)) >> 5 : -1;
+    const bool last_warp = base <= X - 1 && X - 1 < base + kSmallRows; /* holds token X-1 */
+    const int c_final = last_warp ? (Y - 1 + ((X - 1 - base) >> 1)) >> 5 : -1;
     const int64_t stride = small_bnd_stride(a.S);
     const TA *bnd_in = bnd + (size_t)w * stride + kBndPad;
     TA *bnd_out = bnd + (size_t)(w + 1) * stride + kBndPad;
