@@ -21,6 +21,8 @@
 #   9. with FUSED_BENCH=1: test_fused_cuda's full set (seed $SEED), then
 #      `python -m libmas bench --fused --device cuda`, then with
 #      FUSED_EXAMPLE="ARGS" examples/glow_tts_step.py --device cuda ARGS
+#  10. with PROFILE_FUSED=1: bench/profile_fused.sh for each shape of
+#      $FUSED_SHAPES ("B T S;B T S", default "32 512 2048;32 150 800")
 #   7. with SPEECH=1: examples/speech/run.py --device cuda $SPEECH_ARGS (the
 #      data's manifests and feature caches carried: the machine has no
 #      espeak-ng), its report copied to the logs
@@ -176,6 +178,14 @@ if [ "${FUSED_BENCH:-0}" = 1 ]; then
       --device cuda $FUSED_EXAMPLE) >"$LOGS/glow_tts_step.log" 2>&1 || fail=1
     grep -E "^\||same|Glow" "$LOGS/glow_tts_step.log" | tee -a "$LOGS/summary.log"
   fi
+fi
+if [ "${PROFILE_FUSED:-0}" = 1 ]; then
+  IFS=';' read -ra shapes <<<"${FUSED_SHAPES:-32 512 2048;32 150 800}"
+  for sh in "${shapes[@]}"; do
+    step "10. ncu of fused_forward at B T S = $sh (bench/profile_fused.sh)"
+    SHAPE="$sh" timeout 300 bash bench/profile_fused.sh "$B" >"$LOGS/profile_fused_${sh// /_}.log" 2>&1 || fail=1
+    head -20 "$LOGS/profile_fused_${sh// /_}.log" >>"$LOGS/summary.log"
+  done
 fi
 if [ "${SPEECH:-0}" = 1 ]; then
   step "7. the speech example on the GPU"
