@@ -11,15 +11,18 @@
  * Work: a block owns a slab of kFgTokens tokens of one item (one sweep warp
  * of 32 lanes x 2 tokens) and walks the frames of the slab's band in tiles
  * of kFgFrames frames (two chunks):
- *   1. all threads expand the tile's frames into e (rows in slices when 2J
- *      rows do not fit shared memory next to the coefficients);
+ *   1. the tile's frames are expanded into e: with all 2J rows in one
+ *      slice by warps 1..7 while warp 0 sweeps the tile before (e is not
+ *      read after the products; measured 8-11% off the kernel), else
+ *      (rows in slices, when 2J rows do not fit shared memory next to the
+ *      coefficients) by all threads a slice at a time;
  *   2. each thread computes 4 frames x 4 tokens of the tile's cells from e
  *      and the slab's coefficients (in shared memory for the whole block
  *      when they fit, else reloaded a slice at a time);
  *   3. the cells go to two chunk tiles in hard_forward's token-row layout
- *      and warp 0 sweeps them while the other warps wait at the next
- *      tile's barrier. Two blocks a multiprocessor: one computes while the
- *      other's warp sweeps.
+ *      and warp 0 sweeps them while the other warps fill the next e and
+ *      then wait at the next tile's barrier. Two blocks a multiprocessor:
+ *      one computes while the other's warp sweeps.
  * Frames outside the slab's band (before its first token's first frame,
  * after its last token's last band frame) are not visited: the cells a
  * band cell depends on are band cells or below the band (-inf), so they
@@ -168,21 +171,22 @@ __global__ void __launch_bounds__(kFgThreads, 2) fused_forward(FusedArgs a) {
     };
 
     /* All 2J rows at once (one slice): each x is loaded once and its square
-     * written next to it, half the loads of fill_e. */
-    auto fill_e_whole = [&](int64_t f0) {
+     * written next to it, half the loads of fill_e; by threads [t0, t0 +
+     * nt) of the block. */
+    auto fill_e_whole = [&](int64_t f0, int t0, int nt) {
         constexpr int NB = 8; /* loads in flight a thread */
         const int n = J * kFgFrames;
-        for (int k0 = tid; k0 < n; k0 += NB * kFgThreads) {
+        for (int k0 = tid - t0; k0 < n; k0 += NB * nt) {
             TA v[NB];
 #pragma unroll
             for (int q = 0; q < NB; q++) {
-                const int k = k0 + q * kFgThreads, r = k / kFgFrames, f = k % kFgFrames;
+                const int k = k0 + q * nt, r = k / kFgFrames, f = k % kFgFrames;
                 v[q] = k < n && f0 + f < Y ? (TA)widen(xb[(f0 + f) * a.xs1 + (int64_t)r * a.xs2])
                                            : (TA)0;
             }
 #pragma unroll
             for (int q = 0; q < NB; q++) {
-                const int k = k0 + q * kFgThreads;
+                const int k = k0 + q * nt;
                 if (k < n) {
                     e_s[k] = v[q];
                     e_s[k + n] = ll_mul(v[q], v[q]);
@@ -235,18 +239,23 @@ __global__ void __launch_bounds__(kFgThreads, 2) fused_forward(FusedArgs a) {
     };
 
     const int tf = tid >> 4, tg = tid & 15; /* frames tf*4 + i, tokens tg*4 + j */
+    /* With one slice the next tile's e is filled by warps 1..7 while warp 0
+     * sweeps (e is not read after the products), so the barrier that waits
+     * for the sweep also hands the next e over. */
+    if (whole) fill_e_whole(c_first * kChunk, 0, kFgThreads);
 #pragma unroll 1
     for (int64_t f0 = c_first * kChunk; f0 <= f_last; f0 += kFgFrames) {
         TA acc[4][4];
-        __syncthreads(); /* the last tile's sweep and products are done */
+        __syncthreads(); /* the last tile's sweep and products are done; e is filled */
 #pragma unroll 1
         for (int s = 0; s < a.slices; s++) {
             const int r0 = s * a.rows, nr = min(a.rows, J2 - r0);
-            if (s > 0) __syncthreads();
-            if (whole) fill_e_whole(f0);
-            else fill_e(f0, r0, nr);
-            if (!whole) fill_coef(r0, nr);
-            __syncthreads();
+            if (!whole) {
+                if (s > 0) __syncthreads();
+                fill_e(f0, r0, nr);
+                fill_coef(r0, nr);
+                __syncthreads();
+            }
             if (s == 0) {
                 TA kv[4];
                 load4(k_s + tg * 4, kv);
@@ -281,6 +290,8 @@ __global__ void __launch_bounds__(kFgThreads, 2) fused_forward(FusedArgs a) {
             const int64_t c0 = f0 / kChunk;
             sweep(c0, tiles);
             if (c0 + 1 <= c_last) sweep(c0 + 1, tiles + G::BYTES);
+        } else if (whole && f0 + kFgFrames <= f_last) {
+            fill_e_whole(f0 + kFgFrames, 32, kFgThreads - 32);
         }
     }
     if (warp != 0) return;
