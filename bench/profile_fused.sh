@@ -30,13 +30,6 @@ M=$STALL_METRICS
 M="$M,smsp__inst_executed.sum,sm__cycles_elapsed.avg,gpu__time_duration.sum"
 M="$M,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"
 M="$M,smsp__warps_active.avg.per_cycle_active,smsp__issue_active.avg.pct_of_peak_sustained_active"
-cd /tmp
-PYTHONPATH="$R/$BUILD/pkg" ncu --kernel-name regex:$KERNEL --launch-skip 2 --launch-count 1 \
-  --metrics "$M" python3 "$R/$BUILD/fused_calls.py" 2>&1 | grep -E "$KERNEL|smsp__|sm__|gpu__|l1tex__" \
-  | sed "${SHORT_STALLS[@]}"
-PYTHONPATH="$R/$BUILD/pkg" ncu --kernel-name regex:$KERNEL --launch-skip 2 --launch-count 1 \
-  --section SourceCounters --section WarpStateStats --page source --print-source sass --csv \
-  python3 "$R/$BUILD/fused_calls.py" >"$R/$BUILD/fused_sass.csv" 2>&1
-python3 "$R/bench/sass_top.py" "$R/$BUILD/fused_sass.csv" "${TOP:-40}"
-[ -n "${OUT:-}" ] && cp "$R/$BUILD/fused_sass.csv" "$OUT/fused_sass_${SHAPE// /_}.csv" 2>/dev/null
-exit 0
+TOP=${TOP:-40} ncu_python_kernel "$KERNEL" "$R/$BUILD/pkg" "$R/$BUILD/fused_calls.py" \
+  "$R/$BUILD/fused_sass.csv" "$M"
+if [ -n "${OUT:-}" ]; then cp "$R/$BUILD/fused_sass.csv" "$OUT/fused_sass_${SHAPE// /_}.csv"; fi

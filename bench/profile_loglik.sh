@@ -37,11 +37,4 @@ KERNEL=loglik_uniform
 M=$STALL_METRICS
 M="$M,smsp__inst_executed.sum,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"
 M="$M,sm__cycles_elapsed.avg,gpu__time_duration.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"
-cd /tmp
-PYTHONPATH="$R/$BUILD/pkg" ncu --kernel-name regex:$KERNEL --launch-skip 2 --launch-count 1 \
-  --metrics "$M" python3 "$R/$BUILD/gmm_calls.py" 2>&1 | grep -E "$KERNEL|smsp__|sm__|gpu__|l1tex__" \
-  | sed "${SHORT_STALLS[@]}"
-PYTHONPATH="$R/$BUILD/pkg" ncu --kernel-name regex:$KERNEL --launch-skip 2 --launch-count 1 \
-  --section SourceCounters --section WarpStateStats --page source --print-source sass --csv \
-  python3 "$R/$BUILD/gmm_calls.py" >"$R/$BUILD/gmm_sass.csv" 2>&1
-python3 "$R/bench/sass_top.py" "$R/$BUILD/gmm_sass.csv" "${TOP:-30}"
+ncu_python_kernel "$KERNEL" "$R/$BUILD/pkg" "$R/$BUILD/gmm_calls.py" "$R/$BUILD/gmm_sass.csv" "$M"
