@@ -101,7 +101,7 @@ def bench_cuda(args):
     import torch
 
     from .bench_likelihood import H100_PEAK_TFLOPS, _peak_extra_mb, _torch_glow
-    from .bench_topology_cuda import _kernel_ms, _loop_ms
+    from .bench_topology_cuda import _kernels_ms, _loop_ms
 
     if not torch.cuda.is_available() or not _C.has_cuda():
         raise SystemExit("bench --fused --device cuda: needs a CUDA device and libmas built "
@@ -129,8 +129,9 @@ def bench_cuda(args):
         del r2
         row = {"shape": f"B={b} T={t} S={s}", "same": same,
                "fused_ms": _loop_ms(torch, fused_call, n),
-               "fused_kernels_ms": _kernel_ms(torch, fused_call, n),
+               "fused_kernels": _kernels_ms(torch, fused_call, n),
                "fused_mb": _peak_extra_mb(torch, fused_call)}
+        row["fused_kernels_ms"] = sum(row["fused_kernels"].values())
         # cells of the band: T (S - T + 1), 2 (2D + 1) flops each
         row["tflops"] = b * t * (s - t + 1) * 2 * (2 * D + 1) / row["fused_kernels_ms"] / 1e9
         for name, fn in (("unfused", unfused_call), ("torch", torch_call)):
@@ -164,7 +165,19 @@ def bench_cuda(args):
             f"{cell(r['unfused_ms'], '{:.3f}')} | {cell(r['torch_ms'], '{:.3f}')} | "
             f"{r['fused_mb']:.1f} | {cell(r['unfused_mb'], '{:.0f}')} / "
             f"{cell(r['torch_mb'], '{:.0f}')} | {'yes' if r['same'] else 'NO'} |")
+    lines.append("")
+    lines.append("The fused call's kernels (ms a call, torch.profiler):")
+    for r in rows:
+        parts = sorted(r["fused_kernels"].items(), key=lambda kv: -kv[1])
+        lines.append(f"- {r['shape']}: " + ", ".join(f"{_short(k)} {v:.3f}" for k, v in parts))
     return rows, "\n".join(lines)
+
+
+def _short(name):
+    """A kernel's name without its namespace, template arguments and
+    parameters: "mas_cuda::fused_forward<float, float>(...)" -> "fused_forward"."""
+    name = name.split("(")[0].split("<")[0]
+    return name.split("::")[-1].replace("void ", "").strip() or name
 
 
 def run(args):

@@ -45,7 +45,9 @@ def _loop_ms(torch, fn, n, loops=3):
     return sorted(times)[len(times) // 2]
 
 
-def _kernel_ms(torch, fn, n):
+def _kernels_ms(torch, fn, n):
+    """{kernel (or copy / memset) name: its device ms per call} over n calls
+    (torch.profiler)."""
     from torch.profiler import ProfilerActivity, profile
     fn()
     torch.cuda.synchronize()
@@ -53,9 +55,12 @@ def _kernel_ms(torch, fn, n):
         for _ in range(n):
             fn()
         torch.cuda.synchronize()
-    total = sum(e.device_time_total for e in prof.key_averages() if e.device_time_total > 0
-                and e.device_type.name == "CUDA")
-    return total / 1e3 / n
+    return {e.key: e.device_time_total / 1e3 / n for e in prof.key_averages()
+            if e.device_time_total > 0 and e.device_type.name == "CUDA"}
+
+
+def _kernel_ms(torch, fn, n):
+    return sum(_kernels_ms(torch, fn, n).values())
 
 
 def run(args):
