@@ -16,17 +16,27 @@
 /* 1/var and log var of one dimension from its spread. Returns 0 when the
  * spread is out of range (NaN/inf, variance <= 0, or a log-std whose
  * variance over- or underflows float64). */
+/* A log-std spread's values as mas_gauss_coef_spread computes them, for
+ * callers that take the exps of many spreads at once: the exp's argument,
+ * then the values and the check from e = mas_det_exp(that argument). */
+DM_FN double mas_gauss_log_std_arg(double log_std) { return DM_MUL(-2.0, log_std); }
+DM_FN int mas_gauss_log_std_values(double log_std, double e, double *inv, double *log_var) {
+    if (!(log_std - log_std == 0)) return 0; /* NaN or inf */
+    *inv = e;
+    *log_var = DM_MUL(2.0, log_std);
+    return *inv > 0 && *inv - *inv == 0;
+}
+
 DM_FN int mas_gauss_coef_spread(double spread, int32_t kind, double *inv, double *log_var) {
     if (!(spread - spread == 0)) return 0; /* NaN or inf */
     if (kind == MAS_SPREAD_VARIANCE) {
         if (!(spread > 0)) return 0;
         *inv = 1.0 / spread;
         *log_var = mas_det_log(spread);
-    } else {
-        *inv = mas_det_exp(DM_MUL(-2.0, spread));
-        *log_var = DM_MUL(2.0, spread);
+        return *inv > 0 && *inv - *inv == 0;
     }
-    return *inv > 0 && *inv - *inv == 0;
+    return mas_gauss_log_std_values(spread, mas_det_exp(mas_gauss_log_std_arg(spread)), inv,
+                                    log_var);
 }
 
 /* a, b and the term of K of one dimension from its mean and
