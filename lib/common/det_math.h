@@ -42,6 +42,19 @@ static inline double mas_det_pow2(int e) {
 }
 #endif
 
+/* The constants of mas_det_exp, also read by lib/cpu/det_exp_avx512.c,
+ * which repeats its operations lane by lane: a change here is a change
+ * there (tests/c/test_likelihood_cpu.c compares the two bit for bit). */
+#define MAS_DET_LOG2E 1.4426950408889634
+#define MAS_DET_LN2_HI 6.93147180369123816490e-01
+#define MAS_DET_LN2_LO 1.90821492927058770002e-10
+/* 1/k! for k = 13 down to 2 */
+#define MAS_DET_EXP_INV_FACT                                                                     \
+    1.6059043836821613e-10, 2.08767569878680990e-09, 2.50521083854417188e-08,                    \
+        2.75573192239858907e-07, 2.75573192239858907e-06, 2.48015873015873016e-05,               \
+        1.98412698412698413e-04, 1.38888888888888894e-03, 8.33333333333333322e-03,               \
+        4.16666666666666644e-02, 1.66666666666666657e-01, 0.5
+
 /* e^x: x = n ln2 + r with |r| <= ln2/2 (Cody-Waite, ln2 in two parts), e^r
  * by its Taylor polynomial to degree 13 (error < 2e-17 on that range), then
  * scaled by 2^n. */
@@ -49,17 +62,11 @@ DM_FN double mas_det_exp(double x) {
     if (x != x) return x;
     if (x > 709.782712893384) return HUGE_VAL;
     if (x < -745.2) return 0.0;
-    const double log2e = 1.4426950408889634, ln2_hi = 6.93147180369123816490e-01,
-                 ln2_lo = 1.90821492927058770002e-10;
+    const double log2e = MAS_DET_LOG2E, ln2_hi = MAS_DET_LN2_HI, ln2_lo = MAS_DET_LN2_LO;
     double n = rint(DM_MUL(x, log2e));
     double r = fma(-n, ln2_hi, x);
     r = fma(-n, ln2_lo, r);
-    /* 1/k! for k = 13 down to 2 */
-    static const double inv_fact[12] = {
-        1.6059043836821613e-10, 2.08767569878680990e-09, 2.50521083854417188e-08,
-        2.75573192239858907e-07, 2.75573192239858907e-06, 2.48015873015873016e-05,
-        1.98412698412698413e-04, 1.38888888888888894e-03, 8.33333333333333322e-03,
-        4.16666666666666644e-02, 1.66666666666666657e-01, 0.5};
+    static const double inv_fact[12] = {MAS_DET_EXP_INV_FACT};
     double p = inv_fact[0];
     for (int k = 1; k < 12; k++) p = fma(p, r, inv_fact[k]);
     p = fma(p, r, 1.0);
@@ -98,7 +105,7 @@ DM_FN double mas_det_log(double x) {
     double p = 1.0 / 27.0;
     for (int k = 12; k >= 1; k--) p = fma(p, s2, 1.0 / (double)(2 * k + 1));
     double log_m = DM_MUL(DM_MUL(2.0, s), fma(p, s2, 1.0));
-    const double ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10;
+    const double ln2_hi = MAS_DET_LN2_HI, ln2_lo = MAS_DET_LN2_LO;
     return DM_ADD(fma((double)e, ln2_hi, log_m), DM_MUL((double)e, ln2_lo));
 }
 

@@ -12,15 +12,10 @@
 #include "cpu/det_exp.h"
 
 void mas_det_exp_avx512(const double *x, double *y, int64_t n) {
-    /* the constants of mas_det_exp, in its order */
-    static const double inv_fact[12] = {
-        1.6059043836821613e-10, 2.08767569878680990e-09, 2.50521083854417188e-08,
-        2.75573192239858907e-07, 2.75573192239858907e-06, 2.48015873015873016e-05,
-        1.98412698412698413e-04, 1.38888888888888894e-03, 8.33333333333333322e-03,
-        4.16666666666666644e-02, 1.66666666666666657e-01, 0.5};
-    const __m512d log2e = _mm512_set1_pd(1.4426950408889634);
-    const __m512d ln2_hi = _mm512_set1_pd(6.93147180369123816490e-01);
-    const __m512d ln2_lo = _mm512_set1_pd(1.90821492927058770002e-10);
+    static const double inv_fact[12] = {MAS_DET_EXP_INV_FACT};
+    const __m512d log2e = _mm512_set1_pd(MAS_DET_LOG2E);
+    const __m512d ln2_hi = _mm512_set1_pd(MAS_DET_LN2_HI);
+    const __m512d ln2_lo = _mm512_set1_pd(MAS_DET_LN2_LO);
     const __m512d lo_in = _mm512_set1_pd(-690.0), hi_in = _mm512_set1_pd(709.0);
     const __m512d one = _mm512_set1_pd(1.0);
     int64_t i = 0;
