@@ -122,10 +122,8 @@ def print_profile(name, fn, n, top):
 
 def alloc(n):
     """Host time of align's outputs at B=16 T=60 S=300: three torch.empty
-    against one allocation carved by as_strided, and whole align calls with
-    each (the carved form patched into hard._align_core for the run); three
-    repeats, as the host's noise is larger than the difference."""
-    from libmas import hard
+    against one allocation carved by as_strided, next to a whole align call;
+    three repeats, as the host's noise is larger than the difference."""
     dev = torch.device("cuda")
     B, T, S = 16, 60, 300
     i32, f32 = torch.int32, torch.float32
@@ -141,32 +139,15 @@ def alloc(n):
         return (buf.as_strided((B, T), (T, 1), 0), buf.as_strided((B, S), (S, 1), n_t),
                 buf.view(f32).as_strided((B,), (1,), n_t + n_s))
 
-    def core_carved(fname, frame, v, x_lengths, y_lengths, bst, threads, budget=None):
-        code = _arrays.value_code(frame, v, fname)
-        batch = hard._shape_checked(v, bst, fname)[0]
-        x_len = frame.lengths(x_lengths, batch, f"{fname}: x_lengths")
-        y_len = frame.lengths(y_lengths, batch, f"{fname}: y_lengths")
-        d, i, s = carved()
-        pending = hard._run(fname, frame, v, code, x_len, y_len, bst, (None, d, i, s), threads,
-                            budget)
-        return d, i, s, pending
-
     v = torch.randn(B, T, S, device=dev)
     xl = torch.full((B,), T, dtype=torch.int64, device=dev)
     yl = torch.full((B,), S, dtype=torch.int64, device=dev)
     print(f"B={B} T={T} S={S}, {n} calls per row, host time per call in us")
-    core = hard._align_core
     for _ in range(3):
         print(f"  {'3 x torch.empty (+ free)':45s} {per_call_us(three, n):8.2f}")
         print(f"  {'1 empty + 3 as_strided + view (+ free)':45s} {per_call_us(carved, n):8.2f}")
         us = per_call_us(lambda: libmas.align(v, xl, yl).durations, n)
         print(f"  {'align(...).durations':45s} {us:8.2f}")
-        hard._align_core = core_carved
-        try:
-            us = per_call_us(lambda: libmas.align(v, xl, yl).durations, n)
-        finally:
-            hard._align_core = core
-        print(f"  {'align(...).durations, carved outputs':45s} {us:8.2f}")
 
 
 def ctc(n):

@@ -272,6 +272,15 @@ _TORCH_FROM_NP = {
 }
 
 
+def plain(frame, x):
+    """x as the frame's array, cut from autograd (the C library only reads;
+    a tensor that does not require grad is cut already: a detach would cost
+    a view a call)."""
+    if frame.name == "torch" and x.requires_grad:
+        return x.detach()
+    return x
+
+
 def lengths_from_mask(frame, mask, bst, fname):
     """(x_len, y_len) int64 [B] of a Glow-TTS mask, on the frame's device,
     without a host synchronisation: the number of non-zero entries of the

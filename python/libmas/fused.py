@@ -25,7 +25,7 @@ import numpy as np
 
 from . import _arrays, _C, _dispatch, _ops, errors
 from .hard import AlignResult, _align_core, _threads_arg
-from .likelihood import (_SPREAD_LOG_STD, _plain, _swap12, _tts_checked, _tts_describe,
+from .likelihood import (_SPREAD_LOG_STD, _swap12, _tts_checked, _tts_describe,
                          _tts_forward, gaussian_loglik)
 
 
@@ -112,7 +112,7 @@ def _align_gaussian_core(fname, frame, z, mean, log_std, x_len, y_len, threads, 
     if not checked:
         frame, z, mean, log_std, x_len, y_len = _tts_checked(fname, z, mean, log_std, x_len,
                                                              y_len)
-    z, mean, log_std = (_plain(frame, a) for a in (z, mean, log_std))
+    z, mean, log_std = (_arrays.plain(frame, a) for a in (z, mean, log_std))
     b, d, s = (int(v) for v in z.shape)
     t = int(mean.shape[2])
     if b > 0 and (t == 0 or s == 0):
@@ -264,7 +264,7 @@ def durations_to_indices(durations, frames=None):
 def _forward_sum_gaussian_raw(fname, frame, z, mean, log_std, x_len, y_len, want_grad,
                               threads):
     """(log_z [B], grads (dz [B,D,S], dmean [B,D,T], dlog_std) or None)."""
-    z, mean, log_std = (_plain(frame, a) for a in (z, mean, log_std))
+    z, mean, log_std = (_arrays.plain(frame, a) for a in (z, mean, log_std))
     b, d, s = (int(v) for v in z.shape)
     t = int(mean.shape[2])
     acc = frame.score_dtype(z)

@@ -41,10 +41,6 @@ _GRAD_CHUNK_ELEMENTS = 1 << 24  # per-Gaussian responsibilities held at once
 # ---------------------------------------------------------------------------
 
 
-def _plain(frame, x):
-    return x.detach() if frame.name == "torch" and x.requires_grad else x
-
-
 def _swap12(frame, a):
     """The view with the last two axes swapped (no copy)."""
     return a.transpose(1, 2) if frame.name == "torch" else a.transpose(0, 2, 1)
@@ -233,9 +229,9 @@ class GMM:
         else:
             acc = np.float64 if f64 else np.float32
         coef = frame.empty((1, 2 * self.dim + 1, self.n_gaussians), acc)
-        m = _lead(_plain(frame, self.means))
-        v = _lead(_plain(frame, self.variances))
-        w = _lead(_lead(_plain(frame, self.log_weights)))
+        m = _lead(_arrays.plain(frame, self.means))
+        v = _lead(_arrays.plain(frame, self.variances))
+        w = _lead(_lead(_arrays.plain(frame, self.log_weights)))
 
         def describe(item):
             return (f"Gaussian {item}: its coefficients are not finite in "
@@ -294,7 +290,7 @@ class GMM:
 
     def _forward(self, x, prec, want_best, threads, fname):
         frame = self._frame
-        xp = _plain(frame, x)
+        xp = _arrays.plain(frame, x)
         x3 = xp if xp.ndim == 3 else _lead(xp)
         f64 = frame.code(xp) == _C.FLOAT64
         coef = self._coef(f64)
@@ -411,7 +407,7 @@ def gaussian_loglik(z, mean, log_std, x_lengths=None, y_lengths=None, *, layout=
 
 def _tts_forward(fname, frame, z, mean, log_std, x_len, y_len, bst, prec, threads):
     """(logp in the caller's layout, coef [B, 2D+1, T])."""
-    z, mean, log_std = (_plain(frame, a) for a in (z, mean, log_std))
+    z, mean, log_std = (_arrays.plain(frame, a) for a in (z, mean, log_std))
     b, d, s = (int(v) for v in z.shape)
     t = int(mean.shape[2])
     acc = frame.score_dtype(z)

@@ -50,15 +50,6 @@ def _call(fname, frame, op, sizes, code, threads, invoke):
     _dispatch.run(fname, frame, workspace_bytes, invoke, threads)
 
 
-def _plain(frame, x):
-    """x as the frame's array, cut from autograd (the C library only reads;
-    a tensor that does not require grad is cut already: a detach would cost
-    a view a call)."""
-    if frame.name == "torch" and x.requires_grad:
-        return x.detach()
-    return x
-
-
 # ---------------------------------------------------------------------------
 # Forward-sum
 # ---------------------------------------------------------------------------
@@ -70,8 +61,8 @@ def _forward_sum_raw(fname, value, x_lengths, y_lengths, layout, threads, want_l
     bst = _arrays.check_layout(layout, fname)
     threads = _threads_arg(threads, fname)
     frame, v = _arrays.frame_for(value, fname)
-    log_z, post = _forward_sum_core(fname, frame, _plain(frame, v), x_lengths, y_lengths, bst,
-                                    threads, want_log_z, want_post)
+    log_z, post = _forward_sum_core(fname, frame, _arrays.plain(frame, v), x_lengths, y_lengths,
+                                    bst, threads, want_log_z, want_post)
     return frame, log_z, post
 
 
@@ -151,7 +142,7 @@ def _attention_forward_raw(fname, kind, logits, n_lengths, m_lengths, threads):
     """(frame, logits as plain array, n, m, log_phi)."""
     threads = _threads_arg(threads, fname)
     frame, x = _arrays.frame_for(logits, fname)
-    x = _plain(frame, x)
+    x = _arrays.plain(frame, x)
     n, m, log_phi = _attention_forward_core(fname, kind, frame, x, n_lengths, m_lengths, threads)
     return frame, x, n, m, log_phi
 
@@ -186,7 +177,7 @@ def _attention_backward_raw(fname, kind, frame, x, n, m, log_phi, grad_log_phi, 
     grad = frame.empty(shape, _accum_dtype(frame, x))
     if min(shape) > 0:
         h = frame.handle
-        g = _plain(frame, grad_log_phi)
+        g = _arrays.plain(frame, grad_log_phi)
 
         def invoke(cuda, work, how, word):
             return _C.attention(cuda, True, kind, h(x), h(n), h(m), h(log_phi), h(g), h(grad),
