@@ -18,7 +18,8 @@
 #      `python -m libmas bench --likelihood --device cuda`, then
 #      bench/profile_loglik.sh (ncu of a likelihood kernel: WORK=$PROFILE_WORK,
 #      gmm by default, or glow; precision $PRECISION, default float32)
-#   9. with FUSED_BENCH=1: test_fused_cuda's full set (seed $SEED), then
+#   9. with FUSED_BENCH=1: test_fused_cuda's and test_fused_forward_sum_cuda's
+#      full sets (seed $SEED), then
 #      `python -m libmas bench --fused --device cuda`, then with
 #      FUSED_EXAMPLE="ARGS" examples/glow_tts_step.py --device cuda ARGS
 #  10. with PROFILE_FUSED=1: bench/profile_fused.sh for each shape of
@@ -170,8 +171,9 @@ if [ "${LIK_BENCH:-0}" = 1 ]; then
   tail -45 "$LOGS/profile_loglik.log" >>"$LOGS/summary.log"
 fi
 if [ "${FUSED_BENCH:-0}" = 1 ]; then
-  step "9. test_fused_cuda (full set), bench --fused"
+  step "9. test_fused_cuda and test_fused_forward_sum_cuda (full sets), bench --fused"
   full_set test_fused_cuda
+  full_set test_fused_forward_sum_cuda
   bench_py --fused --device cuda
   if [ -n "${FUSED_EXAMPLE:-}" ]; then
     (cd /tmp && PYTHONPATH="$R/$PKG" timeout 200 python3 "$R/examples/glow_tts_step.py" \

@@ -817,9 +817,25 @@ mas_status mas_align_gaussian_cuda(const mas_gauss_align_args *args,
                                    const mas_hard_outputs *out, void *workspace,
                                    size_t workspace_size, void *stream, uint64_t *error_word);
 
-/* The fused forward-sum on CUDA: not implemented yet, MAS_ERR_NO_CUDA in
- * every build (the workspace size 0). */
+/* Bytes of device workspace for mas_forward_sum_gaussian_cuda (0 for a call
+ * it rejects, SIZE_MAX for shapes beyond 2^52 cells): the coefficients,
+ * three blocks of [B, K, T] cells (K ~ 2 sqrt(S) frames, at least 64), the
+ * checkpointed columns [B, S/K, T], two columns [B, T], mu and 1/var
+ * [B, T, J] and the float64 token sums [B, T, 2J+1] (52 MB for B=32 T=512
+ * S=2048 J=80, float32, against 134 MB for the [B, T, S] matrix alone). */
 size_t mas_forward_sum_gaussian_cuda_workspace_size(const mas_gauss_align_args *args);
+
+/* mas_forward_sum_gaussian_cpu on a CUDA device: every pointer device
+ * memory, asynchronously on `stream`, no synchronisation, no allocation.
+ * The frames go in blocks of K: per block the cells are computed by the
+ * likelihood kernels into the workspace and swept, resumed from the
+ * previous block's column. log_z is bit for bit mas_forward_sum_cuda's on
+ * mas_loglik_cuda's matrix; the gradients are the CPU op's within rounding
+ * (the posterior in the accumulator type, its weighted sums in float64, in
+ * another order). Returns the argument errors of the CPU op in its order,
+ * MAS_ERR_CUDA when a launch fails; value errors (a bad model: item b*T + k;
+ * lengths, NaN/+inf in the band, no finite path: item b) go to *error_word
+ * (may be NULL) as for mas_forward_sum_cuda. */
 mas_status mas_forward_sum_gaussian_cuda(const mas_gauss_align_args *args,
                                          const mas_gauss_soft_outputs *out, void *workspace,
                                          size_t workspace_size, void *stream,

@@ -122,6 +122,29 @@ static inline mas_status mas_gauss_align_check_call(const mas_gauss_align_args *
     return MAS_OK;
 }
 
+/* The outputs of a fused forward-sum call (mas_gauss_soft_outputs) against
+ * the checked shape, in the CPU op's order: NULL out or workspace, nothing
+ * wanted, then each gradient's dtype (the accumulator's) and shape. */
+static inline mas_status mas_gauss_soft_check_outputs(const mas_gauss_soft_outputs *out,
+                                                      const void *workspace,
+                                                      const mas_gauss_align_shape *sh,
+                                                      int32_t accum) {
+    if (!out || !workspace) return MAS_ERR_NULL_POINTER;
+    if (!out->log_z && !out->grad_x.data && !out->grad_means.data && !out->grad_spread.data)
+        return MAS_ERR_BAD_ARGUMENT;
+    const mas_tensor3 *grads[3] = {&out->grad_x, &out->grad_means, &out->grad_spread};
+    for (int k = 0; k < 3; k++) {
+        if (!grads[k]->data) continue;
+        mas_status st = mas_check_tensor(grads[k], accum);
+        if (st != MAS_OK) return st;
+        const int64_t rows = k == 0 ? sh->frames : sh->tokens;
+        if (grads[k]->dim[0] != sh->batch || grads[k]->dim[1] != rows ||
+            grads[k]->dim[2] != sh->dim)
+            return MAS_ERR_BAD_SHAPE;
+    }
+    return MAS_OK;
+}
+
 /* Everything about a mas_loglik_* call that can be checked without its
  * values: NULLs, dtypes (x any float; coef and out of x's accumulator type,
  * best int32), flags and precision, and shapes: coef [B or 1, 2J+1, M] for

@@ -278,19 +278,9 @@ mas_status mas_forward_sum_gaussian_cpu(const mas_gauss_align_args *args,
     if (err) *err = (mas_error){MAS_OK, 0, -1};
     fg_plan p;
     mas_status st = fg_plan_call(args, &p);
-    if (st == MAS_OK && (!out || !workspace)) st = MAS_ERR_NULL_POINTER;
-    if (st == MAS_OK && !out->log_z && !out->grad_x.data && !out->grad_means.data &&
-        !out->grad_spread.data)
-        st = MAS_ERR_BAD_ARGUMENT;
-    const mas_tensor3 *grads[3] = {out ? &out->grad_x : NULL, out ? &out->grad_means : NULL,
-                                   out ? &out->grad_spread : NULL};
-    for (int k = 0; k < 3 && st == MAS_OK; k++) {
-        if (!grads[k]->data) continue;
-        st = mas_check_tensor(grads[k], p.accum);
-        int64_t rows = k == 0 ? p.frames : p.tokens;
-        if (st == MAS_OK && (grads[k]->dim[0] != p.batch || grads[k]->dim[1] != rows ||
-                             grads[k]->dim[2] != p.dim))
-            st = MAS_ERR_BAD_SHAPE;
+    if (st == MAS_OK) {
+        const mas_gauss_align_shape sh = {p.batch, p.tokens, p.frames, p.dim, p.model_batch};
+        st = mas_gauss_soft_check_outputs(out, workspace, &sh, p.accum);
     }
     if (st == MAS_OK &&
         workspace_size < mas_forward_sum_gaussian_cpu_workspace_size(args, threads))

@@ -4,7 +4,7 @@
  * (fused_forward.cuh; a memset of its rings, flags and ticket first when an
  * item spans several blocks), then hard MAS's backtrack and outputs
  * (hard_finish.h). No synchronisation and no allocation. The forward-sum
- * is not fused on CUDA yet (MAS_ERR_NO_CUDA). */
+ * is in fused_forward_sum.cu. */
 #include <cuda_runtime.h>
 
 #include "common/checks.h"
@@ -171,18 +171,4 @@ extern "C" mas_status mas_align_gaussian_cuda(const mas_gauss_align_args *args,
 
     return hard_finish(H, hw, B, T, S, args->x_len, args->y_len, acc == MAS_FLOAT64, out, dev, s,
                        error_word);
-}
-
-extern "C" size_t mas_forward_sum_gaussian_cuda_workspace_size(const mas_gauss_align_args *args) {
-    (void)args;
-    return 0;
-}
-
-extern "C" mas_status mas_forward_sum_gaussian_cuda(const mas_gauss_align_args *args,
-                                                    const mas_gauss_soft_outputs *out,
-                                                    void *workspace, size_t workspace_size,
-                                                    void *stream, uint64_t *error_word) {
-    (void)args; (void)out; (void)workspace; (void)workspace_size; (void)stream;
-    (void)error_word;
-    return MAS_ERR_NO_CUDA;
 }

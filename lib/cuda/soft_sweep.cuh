@@ -34,6 +34,8 @@
 #ifndef MAS_CUDA_SOFT_SWEEP_CUH
 #define MAS_CUDA_SOFT_SWEEP_CUH
 
+#include <type_traits>
+
 #include "cuda/device_cache.cuh"
 #include "cuda/dp_link.cuh"
 #include "cuda/soft_common.cuh"
@@ -62,6 +64,16 @@ template <typename TA, int NIN> struct SoftItem {
     SoftView in[NIN];
     SoftOut<TA> out;
     TA scalar; /* a per-item constant for the cell policy (log_z) */
+    /* A walk resumed where another stopped (policies whose edges carry
+     * the cell's value, Edge = TA): init[s * init_stride] is the edge out
+     * of state s at step -1, both ways, in place of the virtual start
+     * (NULL: the virtual start); last[s * last_stride] receives state s's
+     * stay edge after the last step (NULL: not wanted). The kernel clears
+     * both before Plan::item. */
+    const TA *init;
+    int64_t init_stride;
+    TA *last;
+    int64_t last_stride;
 };
 
 /* Edge carriers: one value, or a pair (the adjoint's (abar, alpha)). */
@@ -162,6 +174,10 @@ template <typename TA, int NIN> __device__ inline void soft_reverse(SoftItem<TA,
     if (it.out.base) it.out.base += lst * it.out.s_state + ls * it.out.s_step;
     it.out.s_state = -it.out.s_state;
     it.out.s_step = -it.out.s_step;
+    if (it.init) it.init += lst * it.init_stride;
+    it.init_stride = -it.init_stride;
+    if (it.last) it.last += lst * it.last_stride;
+    it.last_stride = -it.last_stride;
     const int64_t lo = it.n_steps - it.n_states + it.band_hi;
     const int64_t hi = it.n_states - it.n_steps + it.band_lo;
     it.band_lo = lo;
@@ -181,6 +197,8 @@ __device__ inline SoftItem<TA, NIN> soft_segment(const SoftItem<TA, NIN> &whole,
         w.base = (const char *)w.base + s0 * w.s_state * soft_dtype_bytes(w.dtype);
     }
     if (it.out.base) it.out.base += s0 * it.out.s_state;
+    if (it.init) it.init += s0 * it.init_stride;
+    if (it.last) it.last += s0 * it.last_stride;
     return it;
 }
 
@@ -199,6 +217,14 @@ __device__ __forceinline__ TA prefetch_one(const TV *ptr, bool in, TA pad) {
     } else {
         return in ? (TA)widen(*ptr) : pad;
     }
+}
+
+/* Edge of state s at step -1 from a resumed walk's column (SoftItem::init);
+ * policies with other edges never resume (zero). */
+template <class Cell, typename TA, int NIN>
+__device__ __forceinline__ typename Cell::Edge init_edge(const SoftItem<TA, NIN> &it, int64_t s) {
+    if constexpr (std::is_same<typename Cell::Edge, TA>::value) return it.init[s * it.init_stride];
+    else return Cell::zero();
 }
 
 /* Steps per tile: the prefetch distance (one register per step and
@@ -271,6 +297,9 @@ __global__ void __launch_bounds__(kSoftMaxThreads)
     const int warp = helper ? (int)(threadIdx.x >> 5) - nw : (int)(threadIdx.x >> 5);
 
     SoftItem<TA, NIN> whole;
+    whole.init = nullptr;
+    whole.last = nullptr;
+    whole.init_stride = whole.last_stride = 0;
     if (!plan.item(b, whole)) return; /* uniform over the block */
     const int64_t s0 = seg * geom.seg_states;
     if (s0 >= whole.n_states) return; /* a shorter item: no states here */
@@ -417,7 +446,8 @@ __global__ void __launch_bounds__(kSoftMaxThreads)
 
     for (int i = threadIdx.x; i < (nw + 1) * RING * L::N; i += blockDim.x) rings[i] = 0ull;
     for (int i = threadIdx.x; i < nw; i += blockDim.x) progress[i] = 0;
-    if (link_out && threadIdx.x == 0) L::put(link_out, Cell::zero(), 1u);
+    if (link_out && threadIdx.x == 0) /* entry 0: the edge out of step -1 */
+        L::put(link_out, it.init ? init_edge<Cell>(it, it.n_states - 1) : Cell::zero(), 1u);
     unsigned long long link_raw[L::N];
     auto link_fetch = [&](int64_t t0) {
         const int64_t e = t0 + lane;
@@ -448,13 +478,15 @@ __global__ void __launch_bounds__(kSoftMaxThreads)
         const int ring_lane = wn - 1;
         const bool has_consumer = warp + 1 < nw_active;
         Edge stay = Cell::zero(), move = Cell::zero();
+        if (wi.init && lane < wn) stay = move = init_edge<Cell>(wi, lane);
         /* entry t-1 of the ring in (tag t), the edge in at step t, fetched a
          * step ahead. Entry -1: warp 0 writes it (the virtual start or the
-         * link); for the others it is the zero edge, no producer writes it. */
+         * link); for the others no producer writes it: the zero edge, or
+         * the resumed column's edge out of the state below. */
         unsigned long long raw[L::N];
         {
             uint32_t w[L::N];
-            const Edge z = Cell::zero();
+            const Edge z = warp > 0 && it.init ? init_edge<Cell>(it, w0 - 1) : Cell::zero();
             memcpy(w, &z, sizeof(Edge));
 #pragma unroll
             for (int q = 0; q < L::N; q++)
@@ -474,7 +506,7 @@ __global__ void __launch_bounds__(kSoftMaxThreads)
                                      lane < TS && e < it.n_steps, Cell::zero());
                     if (t0 + TS < it.n_steps) link_fetch(t0 + TS);
                 } else {
-                    feed = Cell::start(t0 + lane);
+                    feed = it.init ? Cell::zero() : Cell::start(t0 + lane);
                 }
                 if (lane < TS) /* entry t0+lane-1, tag t0+lane */
                     L::put(ring_in + ((t0 + lane - 1) & (RING - 1)) * L::N, feed, (unsigned)(t0 + lane));
@@ -518,6 +550,8 @@ __global__ void __launch_bounds__(kSoftMaxThreads)
             pair_sync();
         }
         if (last_seg && w0 + lane == it.n_states - 1) final_value = Cell::final_value(stay);
+        if constexpr (std::is_same<Edge, TA>::value)
+            if (wi.last && lane < wn) wi.last[lane * wi.last_stride] = stay;
     }
 
     /* The last state's final values go to the plan (log_z for forward-sum),

@@ -23,8 +23,8 @@ implementation and, where the op has a gradient, an autograd formula:
   libmas::forward_sum_gaussian(Tensor z, Tensor mean, Tensor log_std, Tensor x_lengths,
       Tensor y_lengths, int threads, bool with_grad)
       -> (Tensor log_z, Tensor grad_z, Tensor grad_mean, Tensor grad_log_std)
-      (CPU only; the gradients are empty [0] unless with_grad; the backward
-      scales them by the upstream gradient)
+      (the gradients are empty [0] unless with_grad; the backward scales
+      them by the upstream gradient)
 
 bst is the layout (True for [B, S, T]); threads 0 means every core. Lengths
 are int64 on the value's device (the public functions convert them). The
@@ -255,7 +255,7 @@ def _register_fused(torch, frame_of):
                 z.new_empty((b,), dtype=_accum(torch, z.dtype)))
 
     @torch.library.custom_op("libmas::forward_sum_gaussian", mutates_args=(),
-                             device_types=("cpu",))
+                             device_types=("cpu", "cuda"))
     def forward_sum_gaussian(z: Tensor, mean: Tensor, log_std: Tensor, x_lengths: Tensor,
                              y_lengths: Tensor, threads: int,
                              with_grad: bool) -> tuple[Tensor, Tensor, Tensor, Tensor]:

@@ -20,7 +20,7 @@ import tracemalloc
 
 import numpy as np
 
-from . import _C, __version__, fused, hard, likelihood
+from . import _C, __version__, fused, hard, likelihood, soft
 
 CPU_SHAPES = ((8, 100, 400), (8, 256, 1024), (32, 150, 800), (4, 512, 2048))
 CUDA_SHAPES = ((32, 150, 800), (32, 512, 2048), (16, 1024, 4096), (8, 4096, 32768))
@@ -170,7 +170,54 @@ def bench_cuda(args):
     for r in rows:
         parts = sorted(r["fused_kernels"].items(), key=lambda kv: -kv[1])
         lines.append(f"- {r['shape']}: " + ", ".join(f"{_short(k)} {v:.3f}" for k, v in parts))
+    lines += ["", _soft_table(torch, rng, max(3, n // 4), _loop_ms, _peak_extra_mb)]
     return rows, "\n".join(lines)
+
+
+def _soft_table(torch, rng, n, loop_ms, peak_mb):
+    """forward_sum_gaussian, forward and backward (log_z and the three
+    gradients), against gaussian_loglik + forward_sum with autograd."""
+    lines = ["forward_sum_gaussian, forward + backward (log_z.sum().backward() to z, mean and "
+             f"log_std), per call over {n} back-to-back calls:",
+             "",
+             "| shape | fused wall (ms) | unfused wall (ms) | fused peak extra MB "
+             "| unfused peak extra MB | log_z same bits |",
+             "|---|---|---|---|---|---|"]
+    for b, t, s in CUDA_SHAPES:
+        z, m, ls, _, _ = (torch.from_numpy(a).cuda().requires_grad_() for a in
+                          _inputs(rng, b, t, s))
+        x = torch.full((b,), t, device="cuda", dtype=torch.int64)
+        y = torch.full((b,), s, device="cuda", dtype=torch.int64)
+
+        def fused_call():
+            fused.forward_sum_gaussian(z, m, ls, x, y).sum().backward()
+
+        def unfused_call():
+            soft.forward_sum(likelihood.gaussian_loglik(z, m, ls, x, y), x, y).sum().backward()
+
+        with torch.no_grad():
+            lz1 = fused.forward_sum_gaussian(z, m, ls, x, y)
+            lz2 = soft.forward_sum(likelihood.gaussian_loglik(z, m, ls, x, y), x, y)
+            same = bool(torch.equal(lz1, lz2))
+            del lz2
+        reps = n if s <= 4096 else 2
+        cells = [f"{loop_ms(torch, fused_call, reps, loops=1 if s > 4096 else 3):.3f}"]
+        try:
+            cells.append(f"{loop_ms(torch, unfused_call, reps, loops=1 if s > 4096 else 3):.3f}")
+        except torch.cuda.OutOfMemoryError:
+            cells.append("out of memory")
+        torch.cuda.empty_cache()
+        cells.append(f"{peak_mb(torch, fused_call):.0f}")
+        try:
+            cells.append(f"{peak_mb(torch, unfused_call):.0f}")
+        except torch.cuda.OutOfMemoryError:
+            cells.append("out of memory")
+        torch.cuda.empty_cache()
+        lines.append(f"| B={b} T={t} S={s} | " + " | ".join(cells) +
+                     f" | {'yes' if same else 'NO'} |")
+        del z, m, ls
+        torch.cuda.empty_cache()
+    return "\n".join(lines)
 
 
 def _short(name):

@@ -14,11 +14,9 @@ is computed inside the alignment, tile by tile, by the code of
 ``gaussian_loglik``: ``align_gaussian(z, m, s, X, Y)`` returns bit for bit
 what ``align(gaussian_loglik(z, m, s, X, Y), X, Y)`` returns.
 
-Nothing of size B*T*S is allocated: on the CPU (NumPy, PyTorch) and, for
-``align_gaussian``, on CUDA. ``forward_sum_gaussian`` on CUDA tensors takes
-the unfused path for now (``gaussian_loglik`` then ``forward_sum``, which
-materialises the matrix, exact by construction) until its fused CUDA kernel
-lands.
+Nothing of size B*T*S is allocated, on the CPU (NumPy, PyTorch) or on
+CUDA: ``forward_sum_gaussian`` on CUDA keeps blocks of ~2 sqrt(S) frames of
+cells and recomputes them for the gradients.
 """
 
 import numpy as np
@@ -296,12 +294,14 @@ def forward_sum_gaussian(z, mean, log_std, x_lengths=None, y_lengths=None, *, th
     the gradients come from the same call, the posterior of every cell
     recomputed block by block from checkpoints (O(T sqrt(S)) memory per
     thread) and weighting the Gaussian's derivatives. Errors as
-    ``align_gaussian``. CUDA tensors: the unfused path (materialises the
-    matrix) until the fused CUDA kernels land.
+    ``align_gaussian``. On CUDA the same, a block of ~2 sqrt(S) frames at a
+    time over the whole batch (cells [B, K, T] in the workspace, never
+    [B, T, S]); log_z is bit for bit ``forward_sum(gaussian_loglik(...))``
+    on CUDA, the gradients the CPU's within rounding.
     """
     fname = "libmas.forward_sum_gaussian"
     threads = _threads_arg(threads, fname)
-    if _ops.use_op(z) and not z.is_cuda:
+    if _ops.use_op(z):
         return _ops.forward_sum_gaussian(z, mean, log_std, x_lengths, y_lengths, threads)
     errors.poll()
     frame, z, mean, log_std, x_len, y_len = _tts_checked(fname, z, mean, log_std, x_lengths,

@@ -231,6 +231,65 @@ def test_cuda_fused_is_exact(rng, torch, dtype, ties):
         assert torch.equal(r1.path().cpu(), r3.path())
 
 
+def _fsg_grads(torch, z, m, ls, x, y, dev):
+    args = tuple(a.to(dev).requires_grad_() for a in (z, m, ls))
+    lz = libmas.forward_sum_gaussian(*args, x.to(dev), y.to(dev))
+    grads = torch.autograd.grad(lz.sum(), args)
+    return (lz.detach().cpu(),) + tuple(g.cpu() for g in grads)
+
+
+def test_cuda_forward_sum_gaussian(rng, torch):
+    """The fused CUDA forward-sum: log_z bit for bit the unfused CUDA path's
+    (gaussian_loglik then forward_sum); float64 log_z and gradients the CPU
+    op's; float32 gradients as close to float64's as the unfused float32
+    path's. Items over many blocks of frames and segments of tokens, uneven
+    lengths, one model for all items."""
+    _cuda(torch)
+    for b, d, t, s in ((2, 80, 30, 90), (3, 16, 200, 700), (2, 5, 130, 131), (2, 80, 150, 800)):
+        z, m, ls = (torch.tensor(a) for a in _tts(rng, b, d, t, s, np.float64))
+        x = torch.tensor(rng.integers(1, t + 1, size=b))
+        y = torch.maximum(torch.tensor(rng.integers(1, s + 1, size=b)), x)
+        x[0], y[0] = t, s
+        if d == 16:
+            m, ls = m[:1].expand(b, -1, -1), ls[:1].expand(b, -1, -1)
+        ref = _fsg_grads(torch, z, m, ls, x, y, "cpu")
+        got = _fsg_grads(torch, z, m, ls, x, y, "cuda")
+        for a, r in zip(got, ref):
+            torch.testing.assert_close(a, r, rtol=1e-9, atol=1e-9)
+        z32, m32, l32 = (a.float() for a in (z, m, ls))
+        got32 = _fsg_grads(torch, z32, m32, l32, x, y, "cuda")
+        xc, yc = x.cuda(), y.cuda()
+        for zz, mm, ll, lz in ((z, m, ls, got[0]), (z32, m32, l32, got32[0])):
+            args = tuple(a.cuda().requires_grad_() for a in (zz, mm, ll))
+            unfused = libmas.forward_sum(libmas.gaussian_loglik(*args, xc, yc), xc, yc)
+            assert torch.equal(lz, unfused.detach().cpu())
+            if zz.dtype == torch.float32:
+                g_unf = torch.autograd.grad(unfused.sum(), args)
+                for a, u, r in zip(got32[1:], g_unf, ref[1:]):
+                    err = (a.double() - r).abs().max().item()
+                    err_unfused = (u.cpu().double() - r).abs().max().item()
+                    assert err <= 2 * err_unfused + 1e-4 * r.abs().max().item(), (err, err_unfused)
+
+
+def test_cuda_forward_sum_gaussian_gradcheck_and_errors(rng, torch):
+    _cuda(torch)
+    z, m, ls = (torch.tensor(a, device="cuda") for a in _tts(rng, 2, 3, 6, 70, np.float64))
+    x, y = torch.tensor([6, 3], device="cuda"), torch.tensor([70, 11], device="cuda")
+    args = tuple(a.clone().requires_grad_() for a in (z, m, ls))
+    assert torch.autograd.gradcheck(
+        lambda a, b, c: libmas.forward_sum_gaussian(a, b, c, x, y), args)
+    torch.library.opcheck(libmas.torch_ops().forward_sum_gaussian, args + (x, y, 0, True))
+    bad = z.clone()
+    bad[1, 2, 5] = float("nan")  # inside item 1's frames
+    messages = []
+    for dev in ("cpu", "cuda"):
+        with pytest.raises(ValueError, match="libmas.forward_sum_gaussian.*: item 1: ") as e:
+            libmas.forward_sum_gaussian(bad.to(dev), m.to(dev), ls.to(dev), x.to(dev), y.to(dev))
+            libmas.check_errors()
+        messages.append(str(e.value).split("item 1: ")[1])
+    assert messages[0] == messages[1]
+
+
 def test_cuda_fused_errors_and_budget(rng, torch):
     _cuda(torch)
     z, m, ls = (torch.tensor(a, device="cuda") for a in _tts(rng, 3, 8, 40, 120))

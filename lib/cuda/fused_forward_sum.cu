@@ -1,0 +1,494 @@
+/* Forward-sum on the Gaussian log-likelihoods on CUDA (mas.h section 8),
+ * with the gradients of log_z, never holding a [B, T, S] matrix. The CPU
+ * op's blocks of frames (lib/cpu/fused_forward_sum.c), each block a few
+ * launches over the whole batch:
+ *   forward, blocks k = 0, 1, ...: the block's cells [B, K, T] (the
+ *     likelihood kernels of mas_loglik_cuda on the block's frames, so the
+ *     bits of gaussian_loglik), then the log-plus soft sweep
+ *     (soft_sweep.cuh) over them, resumed from alpha's column at the end of
+ *     block k-1 (the checkpoints [B, blocks, T]) and leaving its own; log_z
+ *     from the block that holds the item's last frame;
+ *   backward, blocks from the last: the cells again, alpha of the block
+ *     again from its checkpoint, the reversed sweep resumed from beta~'s
+ *     column after the block, writing the posterior gamma [B, K, T] and
+ *     leaving beta~'s column for the block before; then two kernels weigh
+ *     the Gaussians' derivatives with gamma: per frame (d log_z / dx,
+ *     written) and per token (summed over the blocks in float64, written at
+ *     the end).
+ * A resumed sweep hands on the very edges the whole sweep would, so log_z
+ * is the unfused CUDA path's (mas_forward_sum_cuda on mas_loglik_cuda's
+ * matrix) bit for bit. Memory: three blocks [B, K, T] with K ~ 2 sqrt(S),
+ * the checkpoints, two columns, mu and 1/var [B, T, J] and the float64
+ * token sums [B, T, 2J+1] (mas.h has the total).
+ * No synchronisation, no allocation. */
+#include <cuda_runtime.h>
+#include <math.h>
+
+#include "common/checks.h"
+#include "cpu/parallel.h" /* mas_shape_too_big */
+#include "cuda/device_cache.cuh"
+#include "cuda/loglik_kernel.cuh" /* load_elem */
+#include "cuda/soft_cells.cuh"
+#include "cuda/soft_sweep.cuh"
+#include "mas.h"
+
+using namespace mas_cuda;
+
+namespace {
+
+/* Frames a block: ~2 sqrt(S) (a dozen to a hundred launches of work a
+ * call, against three [B, K, T] blocks of memory), whole tiles of the
+ * sweep, at least 64. */
+int64_t block_frames(int64_t S) {
+    int64_t k = 2 * (int64_t)ceil(sqrt((double)S));
+    if (k < 64) k = 64;
+    k = (k + kSoftTileSteps - 1) / kSoftTileSteps * kSoftTileSteps;
+    const int64_t whole = (S + kSoftTileSteps - 1) / kSoftTileSteps * kSoftTileSteps;
+    return k < whole ? k : whole;
+}
+
+struct FgsLayout {
+    int64_t K, blocks;
+    size_t coef, status, log_z, ckpt, beta, v, alpha, gamma, mu, inv, gm, gl, gs, seg;
+    size_t total;
+};
+
+/* 0 when the call is rejected; SIZE_MAX for shapes beyond 2^52 cells. */
+size_t fgs_layout(const mas_gauss_align_args *args, FgsLayout *L, mas_gauss_align_shape *sh) {
+    if (mas_gauss_align_check_call(args, sh) != MAS_OK) return 0;
+    const int64_t B = sh->batch, T = sh->tokens, S = sh->frames, J = sh->dim, P = 2 * J + 1;
+    const int64_t Bm = sh->model_batch;
+    if (mas_shape_too_big(B, T, S) || mas_shape_too_big(B, T + S, P)) return SIZE_MAX;
+    const size_t es = mas_accum_dtype(args->x.dtype) == MAS_FLOAT64 ? 8 : 4;
+    L->K = block_frames(S);
+    L->blocks = (S + L->K - 1) / L->K;
+    size_t at = 0;
+    auto take = [&](size_t n) {
+        const size_t r = at;
+        at += align256(n);
+        return r;
+    };
+    const size_t bt = (size_t)B * (size_t)T, block = bt * (size_t)L->K * es;
+    L->coef = take((size_t)Bm * (size_t)P * (size_t)T * es);
+    L->status = take((size_t)B * sizeof(int32_t));
+    L->log_z = take((size_t)B * es);
+    L->ckpt = take(bt * (size_t)L->blocks * es);
+    L->beta = take(2 * bt * es);
+    L->v = take(block);
+    L->alpha = take(block);
+    L->gamma = take(block);
+    L->mu = take((size_t)Bm * (size_t)T * (size_t)J * es);
+    L->inv = take((size_t)Bm * (size_t)T * (size_t)J * es);
+    L->gm = take(bt * (size_t)J * 8);
+    L->gl = take(bt * (size_t)J * 8);
+    L->gs = take(bt * 8);
+    L->seg = take(soft_link_bytes(B, T, L->K, 2 * es, soft_min_segment()));
+    L->total = at + 256; /* room to align the caller's pointer */
+    return L->total;
+}
+
+enum { FGS_FORWARD, FGS_ALPHA, FGS_POSTERIOR };
+
+/* The sweeps' plan (soft_sweep.cuh) for block k: frames [kK, kK + n) of
+ * each item as steps 0..n-1, tokens as states; the band shifted by kK. */
+template <typename TA> struct FgsPlan {
+    int phase;
+    int64_t k, K, blocks, T, S;
+    const int64_t *x_len, *y_len;
+    const TA *v;       /* the block's cells [B][K][T] */
+    TA *alpha, *gamma; /* [B][K][T] */
+    TA *ckpt;          /* alpha's column after block k: [B][blocks][T] */
+    const TA *beta_in; /* beta~'s column at the first frame after the block: [B][T] */
+    TA *beta_out;      /* the same at the block's first frame */
+    int32_t *status;
+    TA *log_z_ws;
+    TA *log_z; /* the caller's, may be NULL */
+    uint64_t *error_word;
+
+    __device__ static void view(SoftView &w, const TA *base, int64_t T, int64_t n) {
+        w.base = base;
+        w.dtype = sizeof(TA) == 8 ? MAS_FLOAT64 : MAS_FLOAT32;
+        w.s_state = 1;
+        w.s_step = T;
+        w.t_lo = 0;
+        w.t_hi = n;
+        w.check = 0;
+    }
+
+    template <int NIN> __device__ bool item(int64_t b, SoftItem<TA, NIN> &it) const {
+        const int64_t X = x_len[b], Y = y_len[b], f0 = k * K;
+        if (phase == FGS_FORWARD) {
+            const int st = length_status(X, Y, T, S);
+            if (st != MAS_OK) {
+                if (k == 0 && threadIdx.x == 0) {
+                    status[b] = st;
+                    log_z_ws[b] = neg_inf<TA>();
+                    if (log_z) log_z[b] = neg_inf<TA>();
+                    report_error(error_word, b, st);
+                }
+                return false;
+            }
+        } else if (status[b] != MAS_OK) {
+            return false; /* no gradient: the finishing kernels zero it */
+        }
+        if (f0 >= Y) return false;
+        const int64_t n = Y - f0 < K ? Y - f0 : K, last_block = (Y - 1) / K;
+        const size_t blk = (size_t)b * K * T;
+        it.n_states = X;
+        it.n_steps = n;
+        it.band_lo = Y - X - f0;
+        it.band_hi = f0;
+        it.store_band = false;
+        view(it.in[0], v + blk, T, n);
+        it.in[0].check = phase == FGS_FORWARD ? 1 : 0;
+        it.scalar = 0;
+        it.init_stride = it.last_stride = 1;
+        it.out.s_state = 1;
+        it.out.s_step = T;
+        if constexpr (NIN == 1) {
+            it.init = k == 0 ? nullptr : ckpt + ((size_t)b * blocks + (k - 1)) * T;
+            it.out.base = phase == FGS_ALPHA ? alpha + blk : nullptr;
+            it.last = phase == FGS_FORWARD && k < last_block
+                          ? ckpt + ((size_t)b * blocks + k) * T
+                          : nullptr;
+        } else {
+            view(it.in[1], alpha + blk, T, n);
+            it.out.base = gamma + blk;
+            it.scalar = log_z_ws[b];
+            it.init = k == last_block ? nullptr : beta_in + (size_t)b * T;
+            it.last = k > 0 ? beta_out + (size_t)b * T : nullptr;
+            soft_reverse(it);
+        }
+        return true;
+    }
+
+    /* thread 0 of the item's last segment, after the block's sweep */
+    __device__ void finish(int64_t b, TA last, bool bad) const {
+        if (phase != FGS_FORWARD) return;
+        bad = bad || status[b] == MAS_ERR_NONFINITE_VALUE;
+        if (k != (y_len[b] - 1) / K) {
+            if (bad) status[b] = MAS_ERR_NONFINITE_VALUE;
+            return;
+        }
+        const int st = bad ? MAS_ERR_NONFINITE_VALUE
+                           : (last == neg_inf<TA>() ? MAS_ERR_NO_FINITE_PATH : MAS_OK);
+        /* the accumulator's overflow, as mas_forward_sum_cuda */
+        if (st == MAS_OK && last != last) last = pos_inf<TA>();
+        const TA lz = st == MAS_OK ? last : neg_inf<TA>();
+        status[b] = st;
+        log_z_ws[b] = lz;
+        if (log_z) log_z[b] = lz;
+        if (st != MAS_OK) report_error(error_word, b, st);
+    }
+};
+
+/* What the gradient kernels read and write. */
+template <typename TA> struct FgsGrad {
+    const void *x;
+    int32_t x_dtype;
+    int64_t xs0, xs1, xs2;
+    const TA *gamma;         /* [B][K][T] */
+    const TA *mu, *inv;      /* [model batch][T][J] */
+    int64_t ms;              /* item stride of mu and inv (0: one model) */
+    const int64_t *x_len, *y_len;
+    const int32_t *status;
+    int64_t k, K, T, S, J;
+    double *gm, *gl, *gs;    /* [B][J][T], [B][J][T], [B][T] */
+    TA *gx;                  /* d log_z / dx, [B, S, J] view */
+    int64_t gx0, gx1, gx2;
+};
+
+/* mu and 1/var of every token and dimension, as the CPU op takes them
+ * (exp(-2 log_std) or 1/var in float64), rounded to the accumulator type. */
+template <typename TA>
+__global__ void fgs_params(mas_gauss_params prm, int64_t s0, int64_t s1, int64_t s2, int64_t p0,
+                           int64_t p1, int64_t p2, int64_t T, int64_t J, TA *mu, TA *inv) {
+    const int64_t n = prm.means.dim[0] * T * J;
+    for (int64_t g = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; g < n;
+         g += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t b = g / (T * J), i = g / J % T, d = g % J;
+        const double m = load_elem<double>(prm.means.data, prm.means.dtype, b * s0 + i * s1 + d * s2);
+        const double sp = load_elem<double>(prm.spread.data, prm.spread.dtype, b * p0 + i * p1 + d * p2);
+        mu[g] = (TA)m;
+        inv[g] = (TA)(prm.spread_kind == MAS_SPREAD_LOG_STD ? exp(-2.0 * sp) : 1.0 / sp);
+    }
+}
+
+/* d log_z / dx of the block's frames: a warp a frame, lanes over the
+ * dimensions (4 a lane a pass), the frame's band tokens in order:
+ *   dx_j -= gamma(i, j) / var_i (x_j - mu_i). */
+template <typename TA> __global__ void __launch_bounds__(256) fgs_frame_grads(FgsGrad<TA> g) {
+    const int64_t b = blockIdx.y;
+    if (g.status[b] != MAS_OK) return;
+    const int64_t X = g.x_len[b], Y = g.y_len[b];
+    const int64_t jj = (int64_t)blockIdx.x * 8 + (threadIdx.x >> 5), j = g.k * g.K + jj;
+    if (jj >= g.K || j >= Y) return;
+    const int lane = threadIdx.x & 31;
+    const int64_t lo = j - (Y - X) > 0 ? j - (Y - X) : 0, hi = j < X - 1 ? j : X - 1;
+    const TA *gam = g.gamma + ((size_t)b * g.K + jj) * g.T;
+    const TA *mu = g.mu + b * g.ms, *inv = g.inv + b * g.ms;
+    for (int64_t d0 = 0; d0 < g.J; d0 += 128) {
+        double acc[4], x[4];
+#pragma unroll
+        for (int q = 0; q < 4; q++) {
+            const int64_t d = d0 + lane + 32 * q;
+            acc[q] = 0;
+            x[q] = d < g.J ? load_elem<double>(g.x, g.x_dtype, b * g.xs0 + j * g.xs1 + d * g.xs2) : 0;
+        }
+        for (int64_t i = lo; i <= hi; i++) {
+            const double w = (double)gam[i];
+            if (w == 0) continue; /* uniform over the warp */
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                const int64_t d = d0 + lane + 32 * q;
+                if (d < g.J)
+                    acc[q] -= w * (double)inv[i * g.J + d] * (x[q] - (double)mu[i * g.J + d]);
+            }
+        }
+#pragma unroll
+        for (int q = 0; q < 4; q++) {
+            const int64_t d = d0 + lane + 32 * q;
+            if (d < g.J) g.gx[b * g.gx0 + j * g.gx1 + d * g.gx2] = (TA)acc[q];
+        }
+    }
+}
+
+/* The block's share of the token sums: lanes over 32 tokens, a warp a
+ * dimension; the token's band frames of the block in order:
+ *   gm += gamma / var (x - mu),  gl += gamma / var (x - mu)^2,  gs += gamma. */
+template <typename TA> __global__ void __launch_bounds__(256) fgs_token_sums(FgsGrad<TA> g) {
+    const int64_t b = blockIdx.z;
+    if (g.status[b] != MAS_OK) return;
+    const int64_t X = g.x_len[b], Y = g.y_len[b], f0 = g.k * g.K;
+    if (f0 >= Y) return;
+    const int64_t f1 = (Y - f0 < g.K ? Y : f0 + g.K) - 1; /* the block's last frame */
+    const int64_t i = (int64_t)blockIdx.x * 32 + (threadIdx.x & 31);
+    const int64_t d = (int64_t)blockIdx.y * 8 + (threadIdx.x >> 5);
+    if (i >= X || d >= g.J) return;
+    const int64_t lo = i > f0 ? i : f0, hi = i + (Y - X) < f1 ? i + (Y - X) : f1;
+    const double mu = (double)g.mu[b * g.ms + i * g.J + d];
+    const double inv = (double)g.inv[b * g.ms + i * g.J + d];
+    const TA *gam = g.gamma + (size_t)b * g.K * g.T + i;
+    double a1 = 0, a2 = 0, s0 = 0;
+    for (int64_t j = lo; j <= hi; j++) {
+        const double w = (double)gam[(j - f0) * g.T];
+        if (w == 0) continue;
+        const double diff = load_elem<double>(g.x, g.x_dtype, b * g.xs0 + j * g.xs1 + d * g.xs2) - mu;
+        const double wi = w * inv;
+        a1 += wi * diff;
+        a2 += wi * diff * diff;
+        s0 += w;
+    }
+    const size_t at = ((size_t)b * g.J + d) * g.T + i;
+    g.gm[at] += a1;
+    g.gl[at] += a2;
+    if (d == 0) g.gs[(size_t)b * g.T + i] += s0;
+}
+
+/* The outputs of the token sums (zeros beyond x_len and for a failed
+ * item): d/dmu = gm, d/dlog_std = gl - gs, d/dvar = (gl - gs) / (2 var). */
+template <typename TA>
+__global__ void fgs_token_out(FgsGrad<TA> g, mas_tensor3 om, mas_tensor3 os, int variance) {
+    const int64_t b = blockIdx.y;
+    const bool live = g.status[b] == MAS_OK;
+    const int64_t X = g.x_len[b];
+    for (int64_t r = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; r < g.T * g.J;
+         r += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t d = r / g.T, i = r % g.T;
+        const bool in = live && i < X;
+        const size_t at = ((size_t)b * g.J + d) * g.T + i;
+        if (om.data) {
+            TA *o = (TA *)om.data + b * om.stride[0] + i * om.stride[1] + d * om.stride[2];
+            *o = in ? (TA)g.gm[at] : (TA)0;
+        }
+        if (os.data) {
+            double v = 0;
+            if (in) {
+                v = g.gl[at] - g.gs[(size_t)b * g.T + i];
+                if (variance) v *= 0.5 * (double)g.inv[b * g.ms + i * g.J + d];
+            }
+            *((TA *)os.data + b * os.stride[0] + i * os.stride[1] + d * os.stride[2]) = (TA)v;
+        }
+    }
+}
+
+/* Zeros of d log_z / dx where the frame kernel wrote nothing: frames from
+ * y_len on, and every frame of a failed item. */
+template <typename TA> __global__ void fgs_frame_zeros(FgsGrad<TA> g) {
+    const int64_t b = blockIdx.y;
+    const bool live = g.status[b] == MAS_OK;
+    const int64_t Y = g.y_len[b];
+    for (int64_t r = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; r < g.S * g.J;
+         r += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t j = r / g.J, d = r % g.J;
+        if (!live || j >= Y) g.gx[b * g.gx0 + j * g.gx1 + d * g.gx2] = (TA)0;
+    }
+}
+
+mas_tensor3 tensor3(void *data, int32_t dtype, int64_t d0, int64_t d1, int64_t d2, int64_t s0,
+                    int64_t s1, int64_t s2) {
+    mas_tensor3 t;
+    t.data = data;
+    t.dtype = dtype;
+    t.reserved_ = 0;
+    t.dim[0] = d0;
+    t.dim[1] = d1;
+    t.dim[2] = d2;
+    t.stride[0] = s0;
+    t.stride[1] = s1;
+    t.stride[2] = s2;
+    return t;
+}
+
+/* The cells of block k's frames for every item into the v block. */
+mas_status block_cells(const mas_gauss_align_args *args, const mas_tensor3 &coef, void *v,
+                       const FgsLayout &L, int64_t k, int64_t T, int32_t acc, cudaStream_t s,
+                       uint64_t *error_word) {
+    const int64_t S = args->x.dim[1], f0 = k * L.K, n = S - f0 < L.K ? S - f0 : L.K;
+    mas_loglik_args la;
+    memset(&la, 0, sizeof la);
+    la.x = args->x;
+    la.x.data = (char *)args->x.data + (size_t)(f0 * view_stride(&args->x, 1)) *
+                                           mas_dtype_size((mas_dtype)args->x.dtype);
+    la.x.dim[1] = n;
+    la.coef = coef;
+    la.n_states = T;
+    la.out = tensor3(v, acc, args->x.dim[0], n, T, L.K * T, T, 1);
+    return mas_loglik_cuda(&la, nullptr, 0, s, error_word);
+}
+
+template <typename TA>
+mas_status run(const mas_gauss_align_args *args, const mas_gauss_soft_outputs *out,
+               const mas_gauss_align_shape &sh, const FgsLayout &L, const mas_tensor3 &coef,
+               unsigned char *ws, cudaStream_t s, uint64_t *error_word) {
+    const int64_t B = sh.batch, T = sh.tokens, S = sh.frames, J = sh.dim;
+    const int32_t acc = sizeof(TA) == 8 ? MAS_FLOAT64 : MAS_FLOAT32;
+    using Fwd = PlusCell<TA, LogPlus, true, false, false>;
+    using Bwd = PlusCell<TA, LogPlus, true, false, true>;
+    FgsPlan<TA> plan;
+    plan.K = L.K;
+    plan.blocks = L.blocks;
+    plan.T = T;
+    plan.S = S;
+    plan.x_len = args->x_len;
+    plan.y_len = args->y_len;
+    plan.v = (const TA *)(ws + L.v);
+    plan.alpha = (TA *)(ws + L.alpha);
+    plan.gamma = (TA *)(ws + L.gamma);
+    plan.ckpt = (TA *)(ws + L.ckpt);
+    plan.status = (int32_t *)(ws + L.status);
+    plan.log_z_ws = (TA *)(ws + L.log_z);
+    plan.log_z = (TA *)out->log_z;
+    plan.error_word = error_word;
+    void *links = ws + L.seg;
+    if (cudaMemsetAsync(plan.status, 0, (size_t)B * sizeof(int32_t), s) != cudaSuccess)
+        return MAS_ERR_CUDA;
+    mas_status st = MAS_OK;
+    plan.phase = FGS_FORWARD;
+    for (int64_t k = 0; k < L.blocks && st == MAS_OK; k++) {
+        plan.k = k;
+        st = block_cells(args, coef, ws + L.v, L, k, T, acc, s, error_word);
+        if (st == MAS_OK) st = soft_launch<TA, Fwd>(plan, B, T, L.K, links, s);
+    }
+    const bool want_x = out->grad_x.data != nullptr;
+    const bool want_tok = out->grad_means.data || out->grad_spread.data;
+    if (st != MAS_OK || (!want_x && !want_tok)) return st;
+
+    FgsGrad<TA> g;
+    g.x = args->x.data;
+    g.x_dtype = args->x.dtype;
+    g.xs0 = view_stride(&args->x, 0);
+    g.xs1 = view_stride(&args->x, 1);
+    g.xs2 = view_stride(&args->x, 2);
+    g.gamma = plan.gamma;
+    g.mu = (const TA *)(ws + L.mu);
+    g.inv = (const TA *)(ws + L.inv);
+    g.ms = sh.model_batch == 1 ? 0 : T * J;
+    g.x_len = args->x_len;
+    g.y_len = args->y_len;
+    g.status = plan.status;
+    g.K = L.K;
+    g.T = T;
+    g.S = S;
+    g.J = J;
+    g.gm = (double *)(ws + L.gm);
+    g.gl = (double *)(ws + L.gl);
+    g.gs = (double *)(ws + L.gs);
+    g.gx = (TA *)out->grad_x.data;
+    g.gx0 = out->grad_x.stride[0];
+    g.gx1 = out->grad_x.stride[1];
+    g.gx2 = out->grad_x.stride[2];
+    DeviceInfo dev;
+    if ((st = current_device(&dev)) != MAS_OK) return st;
+    const mas_gauss_params &prm = args->params;
+    {
+        const int64_t n = sh.model_batch * T * J;
+        int64_t blocks = (n + 255) / 256;
+        if (blocks > (int64_t)dev.sms * 32) blocks = (int64_t)dev.sms * 32;
+        fgs_params<TA><<<(unsigned)blocks, 256, 0, s>>>(
+            prm, view_stride(&prm.means, 0), view_stride(&prm.means, 1), view_stride(&prm.means, 2),
+            view_stride(&prm.spread, 0), view_stride(&prm.spread, 1), view_stride(&prm.spread, 2), T,
+            J, (TA *)(ws + L.mu), (TA *)(ws + L.inv));
+    }
+    const size_t sums = (size_t)B * T * J * 8;
+    if (cudaMemsetAsync(g.gm, 0, sums, s) != cudaSuccess ||
+        cudaMemsetAsync(g.gl, 0, sums, s) != cudaSuccess ||
+        cudaMemsetAsync(g.gs, 0, (size_t)B * T * 8, s) != cudaSuccess)
+        return MAS_ERR_CUDA;
+    TA *beta = (TA *)(ws + L.beta);
+    for (int64_t k = L.blocks - 1; k >= 0 && st == MAS_OK; k--) {
+        plan.k = g.k = k;
+        plan.beta_in = beta + (size_t)((k + 1) & 1) * B * T;
+        plan.beta_out = beta + (size_t)(k & 1) * B * T;
+        st = block_cells(args, coef, ws + L.v, L, k, T, acc, s, error_word);
+        plan.phase = FGS_ALPHA;
+        if (st == MAS_OK) st = soft_launch<TA, Fwd>(plan, B, T, L.K, links, s);
+        plan.phase = FGS_POSTERIOR;
+        if (st == MAS_OK) st = soft_launch<TA, Bwd>(plan, B, T, L.K, links, s);
+        if (st != MAS_OK) break;
+        if (want_x)
+            fgs_frame_grads<TA><<<dim3((unsigned)((L.K + 7) / 8), (unsigned)B), 256, 0, s>>>(g);
+        if (want_tok)
+            fgs_token_sums<TA><<<dim3((unsigned)((T + 31) / 32), (unsigned)((J + 7) / 8), (unsigned)B),
+                                 256, 0, s>>>(g);
+    }
+    if (st != MAS_OK) return st;
+    const int64_t per_item = 32;
+    if (want_tok)
+        fgs_token_out<TA><<<dim3((unsigned)per_item, (unsigned)B), 256, 0, s>>>(
+            g, out->grad_means, out->grad_spread, prm.spread_kind == MAS_SPREAD_VARIANCE);
+    if (want_x) fgs_frame_zeros<TA><<<dim3((unsigned)per_item, (unsigned)B), 256, 0, s>>>(g);
+    return cudaGetLastError() == cudaSuccess ? MAS_OK : MAS_ERR_CUDA;
+}
+
+} // namespace
+
+extern "C" size_t mas_forward_sum_gaussian_cuda_workspace_size(const mas_gauss_align_args *args) {
+    FgsLayout L;
+    mas_gauss_align_shape sh;
+    return fgs_layout(args, &L, &sh);
+}
+
+extern "C" mas_status mas_forward_sum_gaussian_cuda(const mas_gauss_align_args *args,
+                                                    const mas_gauss_soft_outputs *out,
+                                                    void *workspace, size_t workspace_size,
+                                                    void *stream, uint64_t *error_word) {
+    mas_gauss_align_shape sh;
+    mas_status st = mas_gauss_align_check_call(args, &sh);
+    if (st != MAS_OK) return st;
+    const int32_t acc = mas_accum_dtype(args->x.dtype);
+    if ((st = mas_gauss_soft_check_outputs(out, workspace, &sh, acc)) != MAS_OK) return st;
+    FgsLayout L;
+    const size_t need = fgs_layout(args, &L, &sh);
+    if (need == SIZE_MAX || workspace_size < need) return MAS_ERR_WORKSPACE_TOO_SMALL;
+    if (sh.tokens > INT32_MAX / 2 || sh.dim > (1 << 20)) return MAS_ERR_BAD_SHAPE;
+    cudaStream_t s = (cudaStream_t)stream;
+    unsigned char *ws = align_workspace(workspace);
+    const int64_t T = sh.tokens, J = sh.dim;
+    const mas_tensor3 coef = tensor3(ws + L.coef, acc, sh.model_batch, 2 * J + 1, T,
+                                     (2 * J + 1) * T, T, 1);
+    st = mas_gauss_coef_cuda(&args->params, &coef, stream, error_word);
+    if (st != MAS_OK) return st;
+    if (acc == MAS_FLOAT64) return run<double>(args, out, sh, L, coef, ws, s, error_word);
+    return run<float>(args, out, sh, L, coef, ws, s, error_word);
+}
