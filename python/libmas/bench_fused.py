@@ -170,19 +170,20 @@ def bench_cuda(args):
     for r in rows:
         parts = sorted(r["fused_kernels"].items(), key=lambda kv: -kv[1])
         lines.append(f"- {r['shape']}: " + ", ".join(f"{_short(k)} {v:.3f}" for k, v in parts))
-    lines += ["", _soft_table(torch, rng, max(3, n // 4), _loop_ms, _peak_extra_mb)]
+    lines += ["", _soft_table(torch, rng, max(3, n // 4), _loop_ms, _kernels_ms, _peak_extra_mb)]
     return rows, "\n".join(lines)
 
 
-def _soft_table(torch, rng, n, loop_ms, peak_mb):
+def _soft_table(torch, rng, n, loop_ms, kernels_ms, peak_mb):
     """forward_sum_gaussian, forward and backward (log_z and the three
     gradients), against gaussian_loglik + forward_sum with autograd."""
     lines = ["forward_sum_gaussian, forward + backward (log_z.sum().backward() to z, mean and "
              f"log_std), per call over {n} back-to-back calls:",
              "",
-             "| shape | fused wall (ms) | unfused wall (ms) | fused peak extra MB "
-             "| unfused peak extra MB | log_z same bits |",
-             "|---|---|---|---|---|---|"]
+             "| shape | fused wall (ms) | fused kernels (ms) | unfused wall (ms) "
+             "| fused peak extra MB | unfused peak extra MB | log_z same bits |",
+             "|---|---|---|---|---|---|---|"]
+    parts = []
     for b, t, s in CUDA_SHAPES:
         z, m, ls, _, _ = (torch.from_numpy(a).cuda().requires_grad_() for a in
                           _inputs(rng, b, t, s))
@@ -202,6 +203,11 @@ def _soft_table(torch, rng, n, loop_ms, peak_mb):
             del lz2
         reps = n if s <= 4096 else 2
         cells = [f"{loop_ms(torch, fused_call, reps, loops=1 if s > 4096 else 3):.3f}"]
+        kernels = kernels_ms(torch, fused_call, reps)
+        cells.append(f"{sum(kernels.values()):.3f}")
+        top = sorted(kernels.items(), key=lambda kv: -kv[1])[:6]
+        parts.append(f"- B={b} T={t} S={s}: " +
+                     ", ".join(f"{_short(k)} {v:.3f}" for k, v in top))
         try:
             cells.append(f"{loop_ms(torch, unfused_call, reps, loops=1 if s > 4096 else 3):.3f}")
         except torch.cuda.OutOfMemoryError:
@@ -217,6 +223,8 @@ def _soft_table(torch, rng, n, loop_ms, peak_mb):
                      f" | {'yes' if same else 'NO'} |")
         del z, m, ls
         torch.cuda.empty_cache()
+    lines += ["", "Its largest kernels (ms a call, torch.profiler, forward and backward "
+              "together):"] + parts
     return "\n".join(lines)
 
 
