@@ -17,7 +17,7 @@
  *     the end).
  * A resumed sweep hands on the very edges the whole sweep would, so log_z
  * is the unfused CUDA path's (mas_forward_sum_cuda on mas_loglik_cuda's
- * matrix) bit for bit. Memory: three blocks [B, K, T] with K ~ 2 sqrt(S),
+ * matrix) bit for bit. Memory: three blocks [B, K, T] with K ~ 4 sqrt(S),
  * the checkpoints, two columns, mu and 1/var [B, T, J] and the float64
  * token sums [B, T, 2J+1] (mas.h has the total).
  * No synchronisation, no allocation. */
@@ -36,11 +36,12 @@ using namespace mas_cuda;
 
 namespace {
 
-/* Frames a block: ~2 sqrt(S) (a dozen to a hundred launches of work a
- * call, against three [B, K, T] blocks of memory), whole tiles of the
- * sweep, at least 64. */
+/* Frames a block: ~4 sqrt(S) (S = 2048: 11 blocks, 3 x 12.6 MB of cells at
+ * B=32 T=512), whole tiles of the sweep, at least 64. Fewer, longer blocks
+ * cost memory; more, shorter ones launches and the sweep's pipeline fill
+ * (a tile a segment of 128 tokens) on every block. */
 int64_t block_frames(int64_t S) {
-    int64_t k = 2 * (int64_t)ceil(sqrt((double)S));
+    int64_t k = 4 * (int64_t)ceil(sqrt((double)S));
     if (k < 64) k = 64;
     k = (k + kSoftTileSteps - 1) / kSoftTileSteps * kSoftTileSteps;
     const int64_t whole = (S + kSoftTileSteps - 1) / kSoftTileSteps * kSoftTileSteps;
@@ -193,7 +194,7 @@ template <typename TA> struct FgsGrad {
     const int64_t *x_len, *y_len;
     const int32_t *status;
     int64_t k, K, T, S, J;
-    double *gm, *gl, *gs;    /* [B][J][T], [B][J][T], [B][T] */
+    double *gm, *gl, *gs;    /* [B][T][J], [B][T][J], [B][T] */
     TA *gx;                  /* d log_z / dx, [B, S, J] view */
     int64_t gx0, gx1, gx2;
 };
@@ -214,75 +215,174 @@ __global__ void fgs_params(mas_gauss_params prm, int64_t s0, int64_t s1, int64_t
     }
 }
 
-/* d log_z / dx of the block's frames: a warp a frame, lanes over the
- * dimensions (4 a lane a pass), the frame's band tokens in order:
- *   dx_j -= gamma(i, j) / var_i (x_j - mu_i). */
+/* The gradient kernels' tiles: a block holds 8 warps; lane l takes the
+ * dimensions d0 + l + 32q of a pass (GradDims of them), warp w rows w,
+ * w + 8, ... of the tile; what the rows meet (tokens for a frame, frames
+ * for a token) goes through shared memory 32 at a time, so that a token's
+ * mu and 1/var, or a frame's x, is read from memory once a tile, not once
+ * a row. A chunk of 32 is summed in the accumulator type, the chunks and
+ * blocks in float64. */
+constexpr int kGradChunk = 32;
+template <typename TA> struct GradDims {
+    static constexpr int D = sizeof(TA) == 4 ? 128 : 64; /* dimensions a pass */
+    static constexpr int Q = D / 32;                     /* a lane's */
+};
+
+/* d log_z / dx of 16 frames of the block (2 a warp), the band's tokens in
+ * order:  dx_j = sum_i gamma(i, j) / var_i (mu_i - x_j). */
+constexpr int kFrameTile = 16;
 template <typename TA> __global__ void __launch_bounds__(256) fgs_frame_grads(FgsGrad<TA> g) {
+    constexpr int D = GradDims<TA>::D, Q = GradDims<TA>::Q, R = kFrameTile / 8;
+    __shared__ TA gam_s[kGradChunk][kFrameTile + 1]; /* [token][frame] */
+    __shared__ TA mu_s[kGradChunk][D], inv_s[kGradChunk][D];
     const int64_t b = blockIdx.y;
     if (g.status[b] != MAS_OK) return;
-    const int64_t X = g.x_len[b], Y = g.y_len[b];
-    const int64_t jj = (int64_t)blockIdx.x * 8 + (threadIdx.x >> 5), j = g.k * g.K + jj;
-    if (jj >= g.K || j >= Y) return;
-    const int lane = threadIdx.x & 31;
-    const int64_t lo = j - (Y - X) > 0 ? j - (Y - X) : 0, hi = j < X - 1 ? j : X - 1;
-    const TA *gam = g.gamma + ((size_t)b * g.K + jj) * g.T;
+    const int64_t X = g.x_len[b], Y = g.y_len[b], f0 = g.k * g.K;
+    const int64_t n = Y - f0 < g.K ? Y - f0 : g.K, t0 = (int64_t)blockIdx.x * kFrameTile;
+    if (t0 >= n) return; /* uniform over the block */
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int64_t nf = n - t0 < kFrameTile ? n - t0 : kFrameTile, jfirst = f0 + t0;
+    const int64_t ilo = jfirst - (Y - X) > 0 ? jfirst - (Y - X) : 0;
+    const int64_t ihi = jfirst + nf - 1 < X - 1 ? jfirst + nf - 1 : X - 1;
+    const TA *gam = g.gamma + (size_t)b * g.K * g.T;
     const TA *mu = g.mu + b * g.ms, *inv = g.inv + b * g.ms;
-    for (int64_t d0 = 0; d0 < g.J; d0 += 128) {
-        double acc[4], x[4];
+    for (int64_t d0 = 0; d0 < g.J; d0 += D) {
+        double acc[R][Q];
+        TA x[R][Q];
 #pragma unroll
-        for (int q = 0; q < 4; q++) {
-            const int64_t d = d0 + lane + 32 * q;
-            acc[q] = 0;
-            x[q] = d < g.J ? load_elem<double>(g.x, g.x_dtype, b * g.xs0 + j * g.xs1 + d * g.xs2) : 0;
-        }
-        for (int64_t i = lo; i <= hi; i++) {
-            const double w = (double)gam[i];
-            if (w == 0) continue; /* uniform over the warp */
+        for (int r = 0; r < R; r++)
 #pragma unroll
-            for (int q = 0; q < 4; q++) {
-                const int64_t d = d0 + lane + 32 * q;
-                if (d < g.J)
-                    acc[q] -= w * (double)inv[i * g.J + d] * (x[q] - (double)mu[i * g.J + d]);
+            for (int q = 0; q < Q; q++) {
+                const int64_t f = warp + 8 * r, d = d0 + lane + 32 * q;
+                acc[r][q] = 0;
+                x[r][q] = f < nf && d < g.J
+                              ? load_elem<TA>(g.x, g.x_dtype, b * g.xs0 + (jfirst + f) * g.xs1 + d * g.xs2)
+                              : (TA)0;
             }
+        for (int64_t i0 = ilo; i0 <= ihi; i0 += kGradChunk) {
+            const int ni = ihi - i0 + 1 < kGradChunk ? (int)(ihi - i0 + 1) : kGradChunk;
+            __syncthreads(); /* the last chunk is read */
+            for (int e = tid; e < kGradChunk * kFrameTile; e += 256) {
+                const int f = e / kGradChunk, i = e % kGradChunk;
+                gam_s[i][f] = i < ni && f < nf ? gam[(t0 + f) * g.T + i0 + i] : (TA)0;
+            }
+            for (int e = tid; e < kGradChunk * D; e += 256) {
+                const int i = e / D, dd = e % D;
+                const bool in = i < ni && d0 + dd < g.J;
+                mu_s[i][dd] = in ? mu[(i0 + i) * g.J + d0 + dd] : (TA)0;
+                inv_s[i][dd] = in ? inv[(i0 + i) * g.J + d0 + dd] : (TA)0;
+            }
+            __syncthreads();
+            TA part[R][Q] = {};
+            for (int i = 0; i < ni; i++) {
+                TA gv[R];
+#pragma unroll
+                for (int r = 0; r < R; r++) gv[r] = gam_s[i][warp + 8 * r];
+#pragma unroll
+                for (int q = 0; q < Q; q++) {
+                    const TA m = mu_s[i][lane + 32 * q], v = inv_s[i][lane + 32 * q];
+#pragma unroll
+                    for (int r = 0; r < R; r++) part[r][q] += gv[r] * v * (m - x[r][q]);
+                }
+            }
+#pragma unroll
+            for (int r = 0; r < R; r++)
+#pragma unroll
+                for (int q = 0; q < Q; q++) acc[r][q] += (double)part[r][q];
         }
 #pragma unroll
-        for (int q = 0; q < 4; q++) {
-            const int64_t d = d0 + lane + 32 * q;
-            if (d < g.J) g.gx[b * g.gx0 + j * g.gx1 + d * g.gx2] = (TA)acc[q];
-        }
+        for (int r = 0; r < R; r++)
+#pragma unroll
+            for (int q = 0; q < Q; q++) {
+                const int64_t f = warp + 8 * r, d = d0 + lane + 32 * q;
+                if (f < nf && d < g.J) g.gx[b * g.gx0 + (jfirst + f) * g.gx1 + d * g.gx2] = (TA)acc[r][q];
+            }
     }
 }
 
-/* The block's share of the token sums: lanes over 32 tokens, a warp a
- * dimension; the token's band frames of the block in order:
+/* The block's share of the token sums for 32 tokens (4 a warp), their band
+ * frames of the block in order:
  *   gm += gamma / var (x - mu),  gl += gamma / var (x - mu)^2,  gs += gamma. */
+constexpr int kTokenTile = 32;
 template <typename TA> __global__ void __launch_bounds__(256) fgs_token_sums(FgsGrad<TA> g) {
-    const int64_t b = blockIdx.z;
+    constexpr int D = GradDims<TA>::D, Q = GradDims<TA>::Q, R = kTokenTile / 8;
+    __shared__ TA gam_s[kGradChunk][kTokenTile + 1]; /* [frame][token] */
+    __shared__ TA x_s[kGradChunk][D];                /* [frame][dimension] */
+    const int64_t b = blockIdx.y;
     if (g.status[b] != MAS_OK) return;
     const int64_t X = g.x_len[b], Y = g.y_len[b], f0 = g.k * g.K;
-    if (f0 >= Y) return;
-    const int64_t f1 = (Y - f0 < g.K ? Y : f0 + g.K) - 1; /* the block's last frame */
-    const int64_t i = (int64_t)blockIdx.x * 32 + (threadIdx.x & 31);
-    const int64_t d = (int64_t)blockIdx.y * 8 + (threadIdx.x >> 5);
-    if (i >= X || d >= g.J) return;
-    const int64_t lo = i > f0 ? i : f0, hi = i + (Y - X) < f1 ? i + (Y - X) : f1;
-    const double mu = (double)g.mu[b * g.ms + i * g.J + d];
-    const double inv = (double)g.inv[b * g.ms + i * g.J + d];
-    const TA *gam = g.gamma + (size_t)b * g.K * g.T + i;
-    double a1 = 0, a2 = 0, s0 = 0;
-    for (int64_t j = lo; j <= hi; j++) {
-        const double w = (double)gam[(j - f0) * g.T];
-        if (w == 0) continue;
-        const double diff = load_elem<double>(g.x, g.x_dtype, b * g.xs0 + j * g.xs1 + d * g.xs2) - mu;
-        const double wi = w * inv;
-        a1 += wi * diff;
-        a2 += wi * diff * diff;
-        s0 += w;
+    const int64_t i0 = (int64_t)blockIdx.x * kTokenTile;
+    if (f0 >= Y || i0 >= X) return; /* uniform over the block */
+    const int64_t n = Y - f0 < g.K ? Y - f0 : g.K, ni = X - i0 < kTokenTile ? X - i0 : kTokenTile;
+    const int64_t jlo = i0 > f0 ? i0 : f0;
+    const int64_t jhi = i0 + ni - 1 + (Y - X) < f0 + n - 1 ? i0 + ni - 1 + (Y - X) : f0 + n - 1;
+    if (jlo > jhi) return;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const TA *gam = g.gamma + (size_t)b * g.K * g.T;
+    /* x tiles along its contiguous axis: frames (Glow-TTS z) or dimensions */
+    const bool frames_fast = (g.xs1 < 0 ? -g.xs1 : g.xs1) <= (g.xs2 < 0 ? -g.xs2 : g.xs2);
+    for (int64_t d0 = 0; d0 < g.J; d0 += D) {
+        TA m[R][Q], v[R][Q], a1[R][Q] = {}, a2[R][Q] = {}, s0[R] = {};
+#pragma unroll
+        for (int r = 0; r < R; r++)
+#pragma unroll
+            for (int q = 0; q < Q; q++) {
+                const int64_t i = warp + 8 * r, d = d0 + lane + 32 * q;
+                const bool in = i < ni && d < g.J;
+                m[r][q] = in ? g.mu[b * g.ms + (i0 + i) * g.J + d] : (TA)0;
+                v[r][q] = in ? g.inv[b * g.ms + (i0 + i) * g.J + d] : (TA)0;
+            }
+        for (int64_t j0 = jlo; j0 <= jhi; j0 += kGradChunk) {
+            const int nf = jhi - j0 + 1 < kGradChunk ? (int)(jhi - j0 + 1) : kGradChunk;
+            __syncthreads(); /* the last chunk is read */
+            for (int e = tid; e < kGradChunk * kTokenTile; e += 256) {
+                const int f = e / kTokenTile, i = e % kTokenTile;
+                gam_s[f][i] = f < nf && i < ni ? gam[(j0 - f0 + f) * g.T + i0 + i] : (TA)0;
+            }
+            for (int e = tid; e < kGradChunk * D; e += 256) {
+                const int f = frames_fast ? e % kGradChunk : e / D;
+                const int dd = frames_fast ? e / kGradChunk : e % D;
+                x_s[f][dd] = f < nf && d0 + dd < g.J
+                                 ? load_elem<TA>(g.x, g.x_dtype,
+                                                 b * g.xs0 + (j0 + f) * g.xs1 + (d0 + dd) * g.xs2)
+                                 : (TA)0;
+            }
+            __syncthreads();
+            for (int f = 0; f < nf; f++) {
+                TA gv[R];
+#pragma unroll
+                for (int r = 0; r < R; r++) gv[r] = gam_s[f][warp + 8 * r];
+                if (d0 == 0)
+#pragma unroll
+                    for (int r = 0; r < R; r++) s0[r] += gv[r];
+#pragma unroll
+                for (int q = 0; q < Q; q++) {
+                    const TA xv = x_s[f][lane + 32 * q];
+#pragma unroll
+                    for (int r = 0; r < R; r++) {
+                        const TA w = gv[r] * v[r][q], diff = xv - m[r][q];
+                        a1[r][q] += w * diff;
+                        a2[r][q] += w * diff * diff;
+                    }
+                }
+            }
+        }
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            const int64_t i = warp + 8 * r;
+            if (i >= ni) continue;
+            const size_t at = ((size_t)b * g.T + i0 + i) * g.J;
+#pragma unroll
+            for (int q = 0; q < Q; q++) {
+                const int64_t d = d0 + lane + 32 * q;
+                if (d < g.J) {
+                    g.gm[at + d] += (double)a1[r][q];
+                    g.gl[at + d] += (double)a2[r][q];
+                }
+            }
+            if (d0 == 0 && lane == 0) g.gs[(size_t)b * g.T + i0 + i] += (double)s0[r];
+        }
     }
-    const size_t at = ((size_t)b * g.J + d) * g.T + i;
-    g.gm[at] += a1;
-    g.gl[at] += a2;
-    if (d == 0) g.gs[(size_t)b * g.T + i] += s0;
 }
 
 /* The outputs of the token sums (zeros beyond x_len and for a failed
@@ -294,9 +394,9 @@ __global__ void fgs_token_out(FgsGrad<TA> g, mas_tensor3 om, mas_tensor3 os, int
     const int64_t X = g.x_len[b];
     for (int64_t r = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; r < g.T * g.J;
          r += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t d = r / g.T, i = r % g.T;
+        const int64_t i = r / g.J, d = r % g.J;
         const bool in = live && i < X;
-        const size_t at = ((size_t)b * g.J + d) * g.T + i;
+        const size_t at = (size_t)b * g.T * g.J + r;
         if (om.data) {
             TA *o = (TA *)om.data + b * om.stride[0] + i * om.stride[1] + d * om.stride[2];
             *o = in ? (TA)g.gm[at] : (TA)0;
@@ -447,10 +547,11 @@ mas_status run(const mas_gauss_align_args *args, const mas_gauss_soft_outputs *o
         if (st == MAS_OK) st = soft_launch<TA, Bwd>(plan, B, T, L.K, links, s);
         if (st != MAS_OK) break;
         if (want_x)
-            fgs_frame_grads<TA><<<dim3((unsigned)((L.K + 7) / 8), (unsigned)B), 256, 0, s>>>(g);
+            fgs_frame_grads<TA>
+                <<<dim3((unsigned)((L.K + kFrameTile - 1) / kFrameTile), (unsigned)B), 256, 0, s>>>(g);
         if (want_tok)
-            fgs_token_sums<TA><<<dim3((unsigned)((T + 31) / 32), (unsigned)((J + 7) / 8), (unsigned)B),
-                                 256, 0, s>>>(g);
+            fgs_token_sums<TA>
+                <<<dim3((unsigned)((T + kTokenTile - 1) / kTokenTile), (unsigned)B), 256, 0, s>>>(g);
     }
     if (st != MAS_OK) return st;
     const int64_t per_item = 32;

@@ -231,7 +231,7 @@ def _soft_table(torch, rng, n, loop_ms, kernels_ms, peak_mb):
 def _short(name):
     """A kernel's name without its namespace, template arguments and
     parameters: "mas_cuda::fused_forward<float, float>(...)" -> "fused_forward"."""
-    name = name.split("(")[0].split("<")[0]
+    name = name.replace("(anonymous namespace)::", "").split("(")[0].split("<")[0]
     return name.split("::")[-1].replace("void ", "").strip() or name
 
 
