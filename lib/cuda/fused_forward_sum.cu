@@ -216,23 +216,21 @@ __global__ void fgs_params(mas_gauss_params prm, int64_t s0, int64_t s1, int64_t
 }
 
 /* The gradient kernels' tiles: a block holds 8 warps; lane l takes the
- * dimensions d0 + l + 32q of a pass (GradDims of them), warp w rows w,
- * w + 8, ... of the tile; what the rows meet (tokens for a frame, frames
- * for a token) goes through shared memory 32 at a time, so that a token's
- * mu and 1/var, or a frame's x, is read from memory once a tile, not once
- * a row. A chunk of 32 is summed in the accumulator type, the chunks and
- * blocks in float64. */
+ * dimensions d0 + l + 32q, q < Q, of a pass (Q = 1..4 as J needs: J = 80
+ * takes Q = 3), warp w rows w, w + 8, ... of the tile; what the rows meet
+ * (tokens for a frame, frames for a token) goes through shared memory 32
+ * at a time, so that a token's mu and 1/var, or a frame's x, is read from
+ * memory once a tile, not once a row. A chunk of 32 is summed in the
+ * accumulator type, the chunks and blocks in float64. Two blocks a
+ * multiprocessor, so that one loads its chunk while the other computes. */
 constexpr int kGradChunk = 32;
-template <typename TA> struct GradDims {
-    static constexpr int D = sizeof(TA) == 4 ? 128 : 64; /* dimensions a pass */
-    static constexpr int Q = D / 32;                     /* a lane's */
-};
 
-/* d log_z / dx of 16 frames of the block (2 a warp), the band's tokens in
+/* d log_z / dx of 32 frames of the block (4 a warp), the band's tokens in
  * order:  dx_j = sum_i gamma(i, j) / var_i (mu_i - x_j). */
-constexpr int kFrameTile = 16;
-template <typename TA> __global__ void __launch_bounds__(256) fgs_frame_grads(FgsGrad<TA> g) {
-    constexpr int D = GradDims<TA>::D, Q = GradDims<TA>::Q, R = kFrameTile / 8;
+constexpr int kFrameTile = 32;
+template <typename TA, int Q>
+__global__ void __launch_bounds__(256, 2) fgs_frame_grads(FgsGrad<TA> g) {
+    constexpr int D = 32 * Q, R = kFrameTile / 8;
     __shared__ TA gam_s[kGradChunk][kFrameTile + 1]; /* [token][frame] */
     __shared__ TA mu_s[kGradChunk][D], inv_s[kGradChunk][D];
     const int64_t b = blockIdx.y;
@@ -304,8 +302,9 @@ template <typename TA> __global__ void __launch_bounds__(256) fgs_frame_grads(Fg
  * frames of the block in order:
  *   gm += gamma / var (x - mu),  gl += gamma / var (x - mu)^2,  gs += gamma. */
 constexpr int kTokenTile = 32;
-template <typename TA> __global__ void __launch_bounds__(256) fgs_token_sums(FgsGrad<TA> g) {
-    constexpr int D = GradDims<TA>::D, Q = GradDims<TA>::Q, R = kTokenTile / 8;
+template <typename TA, int Q>
+__global__ void __launch_bounds__(256, 2) fgs_token_sums(FgsGrad<TA> g) {
+    constexpr int D = 32 * Q, R = kTokenTile / 8;
     __shared__ TA gam_s[kGradChunk][kTokenTile + 1]; /* [frame][token] */
     __shared__ TA x_s[kGradChunk][D];                /* [frame][dimension] */
     const int64_t b = blockIdx.y;
@@ -422,6 +421,25 @@ template <typename TA> __global__ void fgs_frame_zeros(FgsGrad<TA> g) {
          r += (int64_t)gridDim.x * blockDim.x) {
         const int64_t j = r / g.J, d = r % g.J;
         if (!live || j >= Y) g.gx[b * g.gx0 + j * g.gx1 + d * g.gx2] = (TA)0;
+    }
+}
+
+/* The frame (d/dx) or token kernel with the dimensions a lane that J needs. */
+template <typename TA, bool FRAMES>
+void grad_launch(const FgsGrad<TA> &g, int64_t J, dim3 grid, cudaStream_t s) {
+    /* float64 tiles of more than 64 dimensions overflow the registers and
+     * the static shared memory: more passes instead */
+    constexpr int most = sizeof(TA) == 8 ? 2 : 4;
+    const int q = J > 32 * most ? most : (int)((J + 31) / 32);
+    auto go = [&](auto kernel) { kernel<<<grid, 256, 0, s>>>(g); };
+    switch (q) {
+    case 1: FRAMES ? go(fgs_frame_grads<TA, 1>) : go(fgs_token_sums<TA, 1>); break;
+    case 2: FRAMES ? go(fgs_frame_grads<TA, 2>) : go(fgs_token_sums<TA, 2>); break;
+    case 3:
+        FRAMES ? go(fgs_frame_grads<TA, 3 < most ? 3 : most>)
+               : go(fgs_token_sums<TA, 3 < most ? 3 : most>);
+        break;
+    default: FRAMES ? go(fgs_frame_grads<TA, most>) : go(fgs_token_sums<TA, most>); break;
     }
 }
 
@@ -546,12 +564,8 @@ mas_status run(const mas_gauss_align_args *args, const mas_gauss_soft_outputs *o
         plan.phase = FGS_POSTERIOR;
         if (st == MAS_OK) st = soft_launch<TA, Bwd>(plan, B, T, L.K, links, s);
         if (st != MAS_OK) break;
-        if (want_x)
-            fgs_frame_grads<TA>
-                <<<dim3((unsigned)((L.K + kFrameTile - 1) / kFrameTile), (unsigned)B), 256, 0, s>>>(g);
-        if (want_tok)
-            fgs_token_sums<TA>
-                <<<dim3((unsigned)((T + kTokenTile - 1) / kTokenTile), (unsigned)B), 256, 0, s>>>(g);
+        if (want_x) grad_launch<TA, true>(g, J, dim3((unsigned)((L.K + kFrameTile - 1) / kFrameTile), (unsigned)B), s);
+        if (want_tok) grad_launch<TA, false>(g, J, dim3((unsigned)((T + kTokenTile - 1) / kTokenTile), (unsigned)B), s);
     }
     if (st != MAS_OK) return st;
     const int64_t per_item = 32;

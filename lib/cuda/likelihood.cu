@@ -21,59 +21,63 @@ namespace {
 
 /* ---- coefficients --------------------------------------------------------- */
 
-/* A warp a Gaussian: lane l takes dimensions l, l + 32, ... (the exps and
- * logs of mas_gauss_coef_dim, independent), parks each K term in shared
- * memory, and lane 0 adds them in dimension order, as the CPU does, so K
- * keeps its bits. One thread a Gaussian left the J exps of a Gaussian in
- * one chain and the grid at B*T/256 blocks: 60-95 us at Glow-TTS shapes,
- * a quarter to a third of align_gaussian's kernels (H200, 2026-11-27). */
+/* A block holds 32 Gaussians of one item, lane l the Gaussian (loads and
+ * stores along the Gaussians, contiguous in Glow-TTS's [B, D, T] and in
+ * the coefficients' [2J+1, T]), warp w dimensions w, w + 8, ... (the exps
+ * and logs of mas_gauss_coef_dim, independent); the K terms are parked in
+ * shared memory and warp 0 adds each Gaussian's in dimension order, as
+ * the CPU does, so K keeps its bits. One thread a Gaussian (each thread J
+ * exps in one chain, B*T/256 blocks) took 60-95 us at Glow-TTS shapes, a
+ * quarter to a third of align_gaussian's kernels (H200, 2026-11-27). */
 constexpr int kCoefWarps = 8;
-constexpr int kCoefDims = 128; /* K terms a warp parks at once */
+constexpr int kCoefDims = 64; /* K terms a Gaussian parks at once */
 
 template <typename TC>
 __global__ void __launch_bounds__(kCoefWarps * 32)
     gauss_coef_kernel(mas_gauss_params prm, TC *coef, int64_t c0, int64_t c1, int64_t c2,
                       uint64_t *error_word) {
-    __shared__ double terms[kCoefWarps][kCoefDims];
+    __shared__ double park[kCoefDims][32];
+    __shared__ int good[32];
     const int64_t B = prm.means.dim[0], M = prm.means.dim[1], J = prm.means.dim[2];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    double *park = terms[warp];
-    for (int64_t g = blockIdx.x * (int64_t)kCoefWarps + warp; g < B * M;
-         g += (int64_t)gridDim.x * kCoefWarps) {
-        const int64_t b = g / M, k = g % M;
-        const mas_tensor3 &mt = prm.means, &st = prm.spread;
-        double log_w = 0;
-        if (prm.log_weights.data)
-            log_w = load_elem<double>(prm.log_weights.data, prm.log_weights.dtype,
-                                      b * prm.log_weights.stride[0] + k * prm.log_weights.stride[2]);
-        bool ok = true;
-        double k_sum = 0; /* lane 0's */
+    const int64_t tiles = (M + 31) / 32; /* of one item */
+    const mas_tensor3 &mt = prm.means, &st = prm.spread;
+    for (int64_t tile = blockIdx.x; tile < B * tiles; tile += gridDim.x) {
+        const int64_t b = tile / tiles, k = tile % tiles * 32 + lane;
+        const bool live = k < M;
         TC *out = coef + b * c0 + k * c2;
+        if (warp == 0) good[lane] = 1;
+        double k_sum = 0; /* warp 0's */
         for (int64_t j0 = 0; j0 < J; j0 += kCoefDims) {
-            const int64_t nj = J - j0 < kCoefDims ? J - j0 : kCoefDims;
-            for (int64_t q = lane; q < nj; q += 32) {
+            const int nj = J - j0 < kCoefDims ? (int)(J - j0) : kCoefDims;
+            __syncthreads(); /* good[] is set; the last terms are added */
+            for (int q = warp; q < nj && live; q += kCoefWarps) {
                 const int64_t j = j0 + q;
                 double mu = load_elem<double>(mt.data, mt.dtype, b * mt.stride[0] + k * mt.stride[1] + j * mt.stride[2]);
                 double sp = load_elem<double>(st.data, st.dtype, b * st.stride[0] + k * st.stride[1] + j * st.stride[2]);
                 double a = 0, bb = 0, kt = 0;
-                if (!mas_gauss_coef_dim(mu, sp, prm.spread_kind, &a, &bb, &kt)) ok = false;
-                park[q] = kt;
+                bool ok = mas_gauss_coef_dim(mu, sp, prm.spread_kind, &a, &bb, &kt);
+                park[q][lane] = kt;
                 const TC a_r = (TC)a, b_r = (TC)bb;
                 out[(1 + j) * c1] = a_r;
                 out[(1 + J + j) * c1] = b_r;
-                if (!mas_gauss_coef_stored_ok((double)a_r, (double)b_r)) ok = false;
+                if (!ok || !mas_gauss_coef_stored_ok((double)a_r, (double)b_r)) good[lane] = 0;
             }
-            __syncwarp();
-            if (lane == 0)
-                for (int64_t q = 0; q < nj; q++) k_sum = __dadd_rn(k_sum, park[q]);
-            __syncwarp();
+            __syncthreads();
+            if (warp == 0 && live)
+                for (int q = 0; q < nj; q++) k_sum = __dadd_rn(k_sum, park[q][lane]);
         }
-        ok = __all_sync(kFullMask, ok) != 0;
-        if (lane == 0) {
+        __syncthreads(); /* every warp's good[] */
+        if (warp == 0 && live) {
+            double log_w = 0;
+            if (prm.log_weights.data)
+                log_w = load_elem<double>(prm.log_weights.data, prm.log_weights.dtype,
+                                          b * prm.log_weights.stride[0] + k * prm.log_weights.stride[2]);
             const TC k_r = (TC)mas_gauss_coef_k(log_w, k_sum);
             out[0] = k_r;
-            if (!ok || !mas_gauss_coef_k_ok((double)k_r, log_w) || !mas_gauss_log_weight_ok(log_w))
-                report_error(error_word, g, MAS_ERR_BAD_MODEL);
+            if (!good[lane] || !mas_gauss_log_weight_ok(log_w) ||
+                !mas_gauss_coef_k_ok((double)k_r, log_w))
+                report_error(error_word, b * M + k, MAS_ERR_BAD_MODEL);
         }
     }
 }
@@ -237,9 +241,8 @@ extern "C" mas_status mas_gauss_coef_cuda(const mas_gauss_params *params,
     if (st != MAS_OK) return st;
     DeviceInfo dev;
     if ((st = current_device(&dev)) != MAS_OK) return st;
-    const int64_t total = params->means.dim[0] * params->means.dim[1];
-    int64_t blocks = (total + kCoefWarps - 1) / kCoefWarps;
-    if (blocks > (int64_t)dev.sms * 64) blocks = (int64_t)dev.sms * 64;
+    const int64_t tiles = params->means.dim[0] * ((params->means.dim[1] + 31) / 32);
+    int64_t blocks = tiles < (int64_t)dev.sms * 16 ? tiles : (int64_t)dev.sms * 16;
     cudaStream_t s = (cudaStream_t)stream;
     if (coef->dtype == MAS_FLOAT32)
         gauss_coef_kernel<float><<<(unsigned)blocks, kCoefWarps * 32, 0, s>>>(
