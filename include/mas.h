@@ -819,7 +819,7 @@ mas_status mas_align_gaussian_cuda(const mas_gauss_align_args *args,
 
 /* Bytes of device workspace for mas_forward_sum_gaussian_cuda (0 for a call
  * it rejects, SIZE_MAX for shapes beyond 2^52 cells): the coefficients,
- * three blocks of [B, K, T] cells (K ~ 4 sqrt(S) frames, at least 64), the
+ * three blocks of [B, K, T] cells (K ~ 6 sqrt(S) frames, at least 64), the
  * checkpointed columns [B, S/K, T], two columns [B, T], mu and 1/var
  * [B, T, J] and the float64 token sums [B, T, 2J+1] (52 MB for B=32 T=512
  * S=2048 J=80, float32, against 134 MB for the [B, T, S] matrix alone). */

@@ -17,7 +17,7 @@
  *     the end).
  * A resumed sweep hands on the very edges the whole sweep would, so log_z
  * is the unfused CUDA path's (mas_forward_sum_cuda on mas_loglik_cuda's
- * matrix) bit for bit. Memory: three blocks [B, K, T] with K ~ 4 sqrt(S),
+ * matrix) bit for bit. Memory: three blocks [B, K, T] with K ~ 6 sqrt(S),
  * the checkpoints, two columns, mu and 1/var [B, T, J] and the float64
  * token sums [B, T, 2J+1] (mas.h has the total).
  * No synchronisation, no allocation. */
@@ -36,12 +36,13 @@ using namespace mas_cuda;
 
 namespace {
 
-/* Frames a block: ~4 sqrt(S) (S = 2048: 11 blocks, 3 x 12.6 MB of cells at
+/* Frames a block: ~6 sqrt(S) (S = 2048: 8 blocks, 3 x 17.8 MB of cells at
  * B=32 T=512), whole tiles of the sweep, at least 64. Fewer, longer blocks
  * cost memory; more, shorter ones launches and the sweep's pipeline fill
- * (a tile a segment of 128 tokens) on every block. */
+ * (a tile a segment of 128 tokens) on every block: 4 sqrt(S) took 10%
+ * more time at B=32 T=512 S=2048 (H100, 2026-11-27). */
 int64_t block_frames(int64_t S) {
-    int64_t k = 4 * (int64_t)ceil(sqrt((double)S));
+    int64_t k = 6 * (int64_t)ceil(sqrt((double)S));
     if (k < 64) k = 64;
     k = (k + kSoftTileSteps - 1) / kSoftTileSteps * kSoftTileSteps;
     const int64_t whole = (S + kSoftTileSteps - 1) / kSoftTileSteps * kSoftTileSteps;
@@ -220,19 +221,24 @@ __global__ void fgs_params(mas_gauss_params prm, int64_t s0, int64_t s1, int64_t
  * takes Q = 3), warp w rows w, w + 8, ... of the tile; what the rows meet
  * (tokens for a frame, frames for a token) goes through shared memory 32
  * at a time, so that a token's mu and 1/var, or a frame's x, is read from
- * memory once a tile, not once a row. A chunk of 32 is summed in the
- * accumulator type, the chunks and blocks in float64. Two blocks a
- * multiprocessor, so that one loads its chunk while the other computes. */
+ * memory once a tile, not once a row. The sums run in the accumulator type
+ * over one item's block of frames (frames: over its tokens), then go to
+ * float64. Two blocks a multiprocessor, so that one loads its chunk while
+ * the other computes. */
 constexpr int kGradChunk = 32;
 
 /* d log_z / dx of 32 frames of the block (4 a warp), the band's tokens in
- * order:  dx_j = sum_i gamma(i, j) / var_i (mu_i - x_j). */
+ * order:  dx_j = sum_i gamma(i, j) / var_i (mu_i - x_j)
+ *              = sum_i gamma mu_i / var_i  -  x_j sum_i gamma / var_i,
+ * two fmas a token and dimension (the cancellation when x_j ~ mu_i costs
+ * eps |mu| / |mu - x| of relative error, in float32 ~1e-6 at |mu - x| ~
+ * 0.1 |mu|; the CPU takes the difference first). */
 constexpr int kFrameTile = 32;
 template <typename TA, int Q>
 __global__ void __launch_bounds__(256, 2) fgs_frame_grads(FgsGrad<TA> g) {
     constexpr int D = 32 * Q, R = kFrameTile / 8;
     __shared__ TA gam_s[kGradChunk][kFrameTile + 1]; /* [token][frame] */
-    __shared__ TA mu_s[kGradChunk][D], inv_s[kGradChunk][D];
+    __shared__ TA mv_s[kGradChunk][D], inv_s[kGradChunk][D]; /* mu / var, 1 / var */
     const int64_t b = blockIdx.y;
     if (g.status[b] != MAS_OK) return;
     const int64_t X = g.x_len[b], Y = g.y_len[b], f0 = g.k * g.K;
@@ -245,18 +251,7 @@ __global__ void __launch_bounds__(256, 2) fgs_frame_grads(FgsGrad<TA> g) {
     const TA *gam = g.gamma + (size_t)b * g.K * g.T;
     const TA *mu = g.mu + b * g.ms, *inv = g.inv + b * g.ms;
     for (int64_t d0 = 0; d0 < g.J; d0 += D) {
-        double acc[R][Q];
-        TA x[R][Q];
-#pragma unroll
-        for (int r = 0; r < R; r++)
-#pragma unroll
-            for (int q = 0; q < Q; q++) {
-                const int64_t f = warp + 8 * r, d = d0 + lane + 32 * q;
-                acc[r][q] = 0;
-                x[r][q] = f < nf && d < g.J
-                              ? load_elem<TA>(g.x, g.x_dtype, b * g.xs0 + (jfirst + f) * g.xs1 + d * g.xs2)
-                              : (TA)0;
-            }
+        TA s_mv[R][Q] = {}, s_inv[R][Q] = {};
         for (int64_t i0 = ilo; i0 <= ihi; i0 += kGradChunk) {
             const int ni = ihi - i0 + 1 < kGradChunk ? (int)(ihi - i0 + 1) : kGradChunk;
             __syncthreads(); /* the last chunk is read */
@@ -267,40 +262,45 @@ __global__ void __launch_bounds__(256, 2) fgs_frame_grads(FgsGrad<TA> g) {
             for (int e = tid; e < kGradChunk * D; e += 256) {
                 const int i = e / D, dd = e % D;
                 const bool in = i < ni && d0 + dd < g.J;
-                mu_s[i][dd] = in ? mu[(i0 + i) * g.J + d0 + dd] : (TA)0;
-                inv_s[i][dd] = in ? inv[(i0 + i) * g.J + d0 + dd] : (TA)0;
+                const TA v = in ? inv[(i0 + i) * g.J + d0 + dd] : (TA)0;
+                mv_s[i][dd] = in ? mu[(i0 + i) * g.J + d0 + dd] * v : (TA)0;
+                inv_s[i][dd] = v;
             }
             __syncthreads();
-            TA part[R][Q] = {};
             for (int i = 0; i < ni; i++) {
                 TA gv[R];
 #pragma unroll
                 for (int r = 0; r < R; r++) gv[r] = gam_s[i][warp + 8 * r];
 #pragma unroll
                 for (int q = 0; q < Q; q++) {
-                    const TA m = mu_s[i][lane + 32 * q], v = inv_s[i][lane + 32 * q];
+                    const TA mv = mv_s[i][lane + 32 * q], v = inv_s[i][lane + 32 * q];
 #pragma unroll
-                    for (int r = 0; r < R; r++) part[r][q] += gv[r] * v * (m - x[r][q]);
+                    for (int r = 0; r < R; r++) {
+                        s_mv[r][q] += gv[r] * mv;
+                        s_inv[r][q] += gv[r] * v;
+                    }
                 }
             }
-#pragma unroll
-            for (int r = 0; r < R; r++)
-#pragma unroll
-                for (int q = 0; q < Q; q++) acc[r][q] += (double)part[r][q];
         }
 #pragma unroll
         for (int r = 0; r < R; r++)
 #pragma unroll
             for (int q = 0; q < Q; q++) {
                 const int64_t f = warp + 8 * r, d = d0 + lane + 32 * q;
-                if (f < nf && d < g.J) g.gx[b * g.gx0 + (jfirst + f) * g.gx1 + d * g.gx2] = (TA)acc[r][q];
+                if (f < nf && d < g.J) {
+                    const double x = load_elem<double>(g.x, g.x_dtype,
+                                                       b * g.xs0 + (jfirst + f) * g.xs1 + d * g.xs2);
+                    g.gx[b * g.gx0 + (jfirst + f) * g.gx1 + d * g.gx2] =
+                        (TA)((double)s_mv[r][q] - x * (double)s_inv[r][q]);
+                }
             }
     }
 }
 
 /* The block's share of the token sums for 32 tokens (4 a warp), their band
  * frames of the block in order:
- *   gm += gamma / var (x - mu),  gl += gamma / var (x - mu)^2,  gs += gamma. */
+ *   gm += 1/var sum gamma (x - mu),  gl += 1/var sum gamma (x - mu)^2,
+ *   gs += sum gamma. */
 constexpr int kTokenTile = 32;
 template <typename TA, int Q>
 __global__ void __launch_bounds__(256, 2) fgs_token_sums(FgsGrad<TA> g) {
@@ -359,9 +359,9 @@ __global__ void __launch_bounds__(256, 2) fgs_token_sums(FgsGrad<TA> g) {
                     const TA xv = x_s[f][lane + 32 * q];
 #pragma unroll
                     for (int r = 0; r < R; r++) {
-                        const TA w = gv[r] * v[r][q], diff = xv - m[r][q];
-                        a1[r][q] += w * diff;
-                        a2[r][q] += w * diff * diff;
+                        const TA diff = xv - m[r][q], t = gv[r] * diff;
+                        a1[r][q] += t;
+                        a2[r][q] += t * diff;
                     }
                 }
             }
@@ -375,8 +375,8 @@ __global__ void __launch_bounds__(256, 2) fgs_token_sums(FgsGrad<TA> g) {
             for (int q = 0; q < Q; q++) {
                 const int64_t d = d0 + lane + 32 * q;
                 if (d < g.J) {
-                    g.gm[at + d] += (double)a1[r][q];
-                    g.gl[at + d] += (double)a2[r][q];
+                    g.gm[at + d] += (double)v[r][q] * (double)a1[r][q];
+                    g.gl[at + d] += (double)v[r][q] * (double)a2[r][q];
                 }
             }
             if (d0 == 0 && lane == 0) g.gs[(size_t)b * g.T + i0 + i] += (double)s0[r];

@@ -15,7 +15,7 @@ is computed inside the alignment, tile by tile, by the code of
 what ``align(gaussian_loglik(z, m, s, X, Y), X, Y)`` returns.
 
 Nothing of size B*T*S is allocated, on the CPU (NumPy, PyTorch) or on
-CUDA: ``forward_sum_gaussian`` on CUDA keeps blocks of ~4 sqrt(S) frames of
+CUDA: ``forward_sum_gaussian`` on CUDA keeps blocks of ~6 sqrt(S) frames of
 cells and recomputes them for the gradients.
 """
 
@@ -294,7 +294,7 @@ def forward_sum_gaussian(z, mean, log_std, x_lengths=None, y_lengths=None, *, th
     the gradients come from the same call, the posterior of every cell
     recomputed block by block from checkpoints (O(T sqrt(S)) memory per
     thread) and weighting the Gaussian's derivatives. Errors as
-    ``align_gaussian``. On CUDA the same, a block of ~4 sqrt(S) frames at a
+    ``align_gaussian``. On CUDA the same, a block of ~6 sqrt(S) frames at a
     time over the whole batch (cells [B, K, T] in the workspace, never
     [B, T, S]); log_z is bit for bit ``forward_sum(gaussian_loglik(...))``
     on CUDA, the gradients the CPU's within rounding.

@@ -40,6 +40,7 @@ struct Case {
     double nan_frame;  /* chance an item gets a NaN frame inside y_len */
     double bad_model;  /* chance the model gets a NaN mean */
     int want;          /* bits: 1 log_z, 2 grad_x, 4 grad_means, 8 grad_spread */
+    const int64_t *ys; /* y_len of every item (NULL: random) */
 };
 
 /* The largest error / tolerance seen per accumulator type (printed at the
@@ -75,6 +76,10 @@ static void run_case(const Case &c) {
         int64_t x = irand(1, y < T ? y : T);
         if (chance(0.3)) x = y < T ? y : T;
         if (chance(0.05)) x = irand(-1, T + 1); /* length errors, sometimes */
+        if (c.ys) {
+            y = c.ys[b];
+            x = irand(1, y < T ? y : T);
+        }
         xl[b] = x;
         yl[b] = y;
     }
@@ -311,18 +316,27 @@ int main(int argc, char **argv) {
         c.nan_frame = chance(0.15) ? 0.3 : 0;
         c.bad_model = chance(0.05) ? 1 : 0;
         c.want = chance(0.7) ? 15 : (int)irand(1, 15);
+        c.ys = nullptr;
         run_case(c);
     }
     /* long items (many blocks of frames, many segments of tokens) */
     const Case fixed[] = {
-        {2, 300, 1500, 80, MAS_FLOAT64, MAS_FLOAT64, false, false, false, 0, 0, 15},
-        {3, 150, 800, 80, MAS_FLOAT32, MAS_FLOAT32, false, false, false, 0, 0, 15},
-        {2, 520, 2100, 16, MAS_FLOAT64, MAS_FLOAT32, true, true, true, 0, 0, 15},
-        {2, 64, 64, 80, MAS_FLOAT32, MAS_FLOAT32, false, false, false, 0, 0, 15}, /* X = Y */
-        {2, 1, 300, 5, MAS_FLOAT64, MAS_FLOAT64, false, true, false, 0, 0, 15},
+        {2, 300, 1500, 80, MAS_FLOAT64, MAS_FLOAT64, false, false, false, 0, 0, 15, nullptr},
+        {3, 150, 800, 80, MAS_FLOAT32, MAS_FLOAT32, false, false, false, 0, 0, 15, nullptr},
+        {2, 520, 2100, 16, MAS_FLOAT64, MAS_FLOAT32, true, true, true, 0, 0, 15, nullptr},
+        {2, 64, 64, 80, MAS_FLOAT32, MAS_FLOAT32, false, false, false, 0, 0, 15, nullptr}, /* X = Y */
+        {2, 1, 300, 5, MAS_FLOAT64, MAS_FLOAT64, false, true, false, 0, 0, 15, nullptr},
+        {2, 40, 700, 200, MAS_FLOAT32, MAS_FLOAT64, false, false, false, 0, 0, 15, nullptr}, /* J > 128 */
     };
     for (const Case &c : fixed)
         if (!small || c.T * c.S <= 200000) run_case(c);
+    /* items ending on both sides of the block edges (blocks of 6 sqrt(S)
+     * frames rounded up to 16: 112 at S = 300, edges at 112 and 224) */
+    static const int64_t edges[12] = {63, 64, 65, 111, 112, 113, 127, 128, 129, 223, 224, 225};
+    for (mas_dtype zt : {MAS_FLOAT64, MAS_FLOAT32}) {
+        Case c = {12, 60, 300, 7, zt, zt, false, false, false, 0, 0, 15, edges};
+        run_case(c);
+    }
     printf("largest error / tolerance: float32 %.3g, float64 %.3g\n", g_ratio[0], g_ratio[1]);
     printf("%lld checks, %lld failed\n", (long long)g_checks, (long long)g_failures);
     return g_failures ? 1 : 0;
