@@ -39,10 +39,13 @@ namespace {
 /* Frames a block: ~6 sqrt(S) (S = 2048: 8 blocks, 3 x 17.8 MB of cells at
  * B=32 T=512), whole tiles of the sweep, at least 64. Fewer, longer blocks
  * cost memory; more, shorter ones launches and the sweep's pipeline fill
- * (a tile a segment of 128 tokens) on every block: 4 sqrt(S) took 10%
- * more time at B=32 T=512 S=2048 (H100, 2026-11-27). */
+ * (a tile a segment of 128 tokens) on every block. MAS_FGS_BLOCK_SQRTS
+ * (compile time) changes the 6, to measure. */
+#ifndef MAS_FGS_BLOCK_SQRTS
+#define MAS_FGS_BLOCK_SQRTS 6
+#endif
 int64_t block_frames(int64_t S) {
-    int64_t k = 6 * (int64_t)ceil(sqrt((double)S));
+    int64_t k = MAS_FGS_BLOCK_SQRTS * (int64_t)ceil(sqrt((double)S));
     if (k < 64) k = 64;
     k = (k + kSoftTileSteps - 1) / kSoftTileSteps * kSoftTileSteps;
     const int64_t whole = (S + kSoftTileSteps - 1) / kSoftTileSteps * kSoftTileSteps;
@@ -223,8 +226,9 @@ __global__ void fgs_params(mas_gauss_params prm, int64_t s0, int64_t s1, int64_t
  * at a time, so that a token's mu and 1/var, or a frame's x, is read from
  * memory once a tile, not once a row. The sums run in the accumulator type
  * over one item's block of frames (frames: over its tokens), then go to
- * float64. Two blocks a multiprocessor, so that one loads its chunk while
- * the other computes. */
+ * float64. Two or three blocks a multiprocessor, so that one loads its
+ * chunk while another computes (three for the frame kernel: its grid, a
+ * block per 32 frames of every item, would take 1.1 waves of two). */
 constexpr int kGradChunk = 32;
 
 /* d log_z / dx of 32 frames of the block (4 a warp), the band's tokens in
@@ -235,7 +239,7 @@ constexpr int kGradChunk = 32;
  * 0.1 |mu|; the CPU takes the difference first). */
 constexpr int kFrameTile = 32;
 template <typename TA, int Q>
-__global__ void __launch_bounds__(256, 2) fgs_frame_grads(FgsGrad<TA> g) {
+__global__ void __launch_bounds__(256, 3) fgs_frame_grads(FgsGrad<TA> g) {
     constexpr int D = 32 * Q, R = kFrameTile / 8;
     __shared__ TA gam_s[kGradChunk][kFrameTile + 1]; /* [token][frame] */
     __shared__ TA mv_s[kGradChunk][D], inv_s[kGradChunk][D]; /* mu / var, 1 / var */
