@@ -39,8 +39,10 @@ namespace {
 /* Frames a block: ~6 sqrt(S) (S = 2048: 8 blocks, 3 x 17.8 MB of cells at
  * B=32 T=512), whole tiles of the sweep, at least 64. Fewer, longer blocks
  * cost memory; more, shorter ones launches and the sweep's pipeline fill
- * (a tile a segment of 128 tokens) on every block. MAS_FGS_BLOCK_SQRTS
- * (compile time) changes the 6, to measure. */
+ * (a tile a segment of 128 tokens) on every block: 4 sqrt(S) took 7-16%
+ * longer a call (forward and backward) at the four shapes of bench --fused
+ * (H200, 2026-11-27; 133 instead of 114 MB at B=32 T=512 S=2048).
+ * MAS_FGS_BLOCK_SQRTS (compile time) changes the 6, to measure. */
 #ifndef MAS_FGS_BLOCK_SQRTS
 #define MAS_FGS_BLOCK_SQRTS 6
 #endif
