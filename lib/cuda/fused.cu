@@ -99,14 +99,8 @@ extern "C" mas_status mas_align_gaussian_cuda(const mas_gauss_align_args *args,
     mas_status st = mas_gauss_align_check_call(args, &sh);
     if (st != MAS_OK) return st;
     const int64_t B = sh.batch, T = sh.tokens, S = sh.frames, J = sh.dim;
-    mas_tensor3 value; /* the virtual [B, T, S] matrix, for the output checks */
-    value.data = args->x.data;
-    value.dtype = args->x.dtype;
-    value.reserved_ = 0;
-    value.dim[0] = B;
-    value.dim[1] = T;
-    value.dim[2] = S;
-    value.stride[0] = value.stride[1] = value.stride[2] = 0;
+    /* the virtual [B, T, S] matrix, for the output checks */
+    const mas_tensor3 value = make_tensor3(args->x.data, args->x.dtype, B, T, S, 0, 0, 0);
     st = mas_hard_check_call(&value, args->x_len, args->y_len, out);
     if (st != MAS_OK) return st;
     if (!workspace) return MAS_ERR_NULL_POINTER;
@@ -121,16 +115,8 @@ extern "C" mas_status mas_align_gaussian_cuda(const mas_gauss_align_args *args,
     const int32_t acc = mas_accum_dtype(args->x.dtype);
     const int es = acc == MAS_FLOAT64 ? 8 : 4;
 
-    mas_tensor3 coef;
-    coef.data = ws;
-    coef.dtype = acc;
-    coef.reserved_ = 0;
-    coef.dim[0] = sh.model_batch;
-    coef.dim[1] = 2 * J + 1;
-    coef.dim[2] = T;
-    coef.stride[0] = (2 * J + 1) * T;
-    coef.stride[1] = T;
-    coef.stride[2] = 1;
+    const mas_tensor3 coef =
+        make_tensor3(ws, acc, sh.model_batch, 2 * J + 1, T, (2 * J + 1) * T, T, 1);
     st = mas_gauss_coef_cuda(&args->params, &coef, stream, error_word);
     if (st != MAS_OK) return st;
 

@@ -177,11 +177,8 @@ template <typename TA> struct FgsPlan {
             if (bad) status[b] = MAS_ERR_NONFINITE_VALUE;
             return;
         }
-        const int st = bad ? MAS_ERR_NONFINITE_VALUE
-                           : (last == neg_inf<TA>() ? MAS_ERR_NO_FINITE_PATH : MAS_OK);
-        /* the accumulator's overflow, as mas_forward_sum_cuda */
-        if (st == MAS_OK && last != last) last = pos_inf<TA>();
-        const TA lz = st == MAS_OK ? last : neg_inf<TA>();
+        TA lz;
+        const int st = forward_sum_status(bad, last, &lz);
         status[b] = st;
         log_z_ws[b] = lz;
         if (log_z) log_z[b] = lz;
@@ -449,21 +446,6 @@ void grad_launch(const FgsGrad<TA> &g, int64_t J, dim3 grid, cudaStream_t s) {
     }
 }
 
-mas_tensor3 tensor3(void *data, int32_t dtype, int64_t d0, int64_t d1, int64_t d2, int64_t s0,
-                    int64_t s1, int64_t s2) {
-    mas_tensor3 t;
-    t.data = data;
-    t.dtype = dtype;
-    t.reserved_ = 0;
-    t.dim[0] = d0;
-    t.dim[1] = d1;
-    t.dim[2] = d2;
-    t.stride[0] = s0;
-    t.stride[1] = s1;
-    t.stride[2] = s2;
-    return t;
-}
-
 /* The cells of block k's frames for every item into the v block. */
 mas_status block_cells(const mas_gauss_align_args *args, const mas_tensor3 &coef, void *v,
                        const FgsLayout &L, int64_t k, int64_t T, int32_t acc, cudaStream_t s,
@@ -477,7 +459,7 @@ mas_status block_cells(const mas_gauss_align_args *args, const mas_tensor3 &coef
     la.x.dim[1] = n;
     la.coef = coef;
     la.n_states = T;
-    la.out = tensor3(v, acc, args->x.dim[0], n, T, L.K * T, T, 1);
+    la.out = make_tensor3(v, acc, args->x.dim[0], n, T, L.K * T, T, 1);
     return mas_loglik_cuda(&la, nullptr, 0, s, error_word);
 }
 
@@ -606,7 +588,7 @@ extern "C" mas_status mas_forward_sum_gaussian_cuda(const mas_gauss_align_args *
     cudaStream_t s = (cudaStream_t)stream;
     unsigned char *ws = align_workspace(workspace);
     const int64_t T = sh.tokens, J = sh.dim;
-    const mas_tensor3 coef = tensor3(ws + L.coef, acc, sh.model_batch, 2 * J + 1, T,
+    const mas_tensor3 coef = make_tensor3(ws + L.coef, acc, sh.model_batch, 2 * J + 1, T,
                                      (2 * J + 1) * T, T, 1);
     st = mas_gauss_coef_cuda(&args->params, &coef, stream, error_word);
     if (st != MAS_OK) return st;

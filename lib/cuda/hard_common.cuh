@@ -117,6 +117,22 @@ static inline unsigned char *align_workspace(void *workspace) {
     return (unsigned char *)align256((size_t)(uintptr_t)workspace);
 }
 
+/* A view: dims {d0, d1, d2}, strides {s0, s1, s2} in elements. */
+static inline mas_tensor3 make_tensor3(void *data, int32_t dtype, int64_t d0, int64_t d1,
+                                       int64_t d2, int64_t s0, int64_t s1, int64_t s2) {
+    mas_tensor3 t;
+    t.data = data;
+    t.dtype = dtype;
+    t.reserved_ = 0;
+    t.dim[0] = d0;
+    t.dim[1] = d1;
+    t.dim[2] = d2;
+    t.stride[0] = s0;
+    t.stride[1] = s1;
+    t.stride[2] = s2;
+    return t;
+}
+
 /* Stride of an axis as far as addressing goes: a size-1 axis is never
  * stepped along, whatever stride the caller gave it. */
 static inline int64_t view_stride(const mas_tensor3 *t, int k) {

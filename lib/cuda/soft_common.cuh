@@ -36,6 +36,18 @@ template <typename TA> __device__ __forceinline__ bool is_nan_or_pinf(TA x) {
 
 /* ---- errors -------------------------------------------------------------- */
 
+/* A forward-sum's status from its sweep: a NaN/+inf cell read, then no
+ * finite path; a NaN log_z from finite-or--inf cells is the accumulator's
+ * overflow and becomes +inf, as on the CPU (mas.h section 5). Returns the
+ * status; *log_z is the item's log_z (-inf when it failed). */
+template <typename TA> __device__ __forceinline__ int forward_sum_status(bool bad, TA last, TA *log_z) {
+    const int st = bad ? MAS_ERR_NONFINITE_VALUE
+                       : (last == neg_inf<TA>() ? MAS_ERR_NO_FINITE_PATH : MAS_OK);
+    if (st == MAS_OK && last != last) last = pos_inf<TA>();
+    *log_z = st == MAS_OK ? last : neg_inf<TA>();
+    return st;
+}
+
 __device__ __forceinline__ void report_error(uint64_t *word, int64_t item, int status) {
     if (word)
         atomicMin((unsigned long long *)word,

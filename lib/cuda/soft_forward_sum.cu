@@ -129,12 +129,8 @@ template <typename TA> struct FsPlan {
 
     __device__ void finish(int64_t b, TA last, bool bad) const {
         if (alpha_read) return;
-        int st = bad ? MAS_ERR_NONFINITE_VALUE
-                     : (last == neg_inf<TA>() ? MAS_ERR_NO_FINITE_PATH : MAS_OK);
-        /* a NaN from finite-or--inf cells is the accumulator's overflow:
-         * +inf, as on the CPU (mas.h section 5) */
-        if (st == MAS_OK && last != last) last = pos_inf<TA>();
-        TA lz = st == MAS_OK ? last : neg_inf<TA>();
+        TA lz;
+        const int st = forward_sum_status(bad, last, &lz);
         status[b] = st;
         log_z_ws[b] = lz;
         if (log_z) log_z[b] = lz;

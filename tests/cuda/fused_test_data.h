@@ -1,5 +1,6 @@
 /* What the fused-op GPU tests share (include once, after test_common.h):
- * views, host values stored in any float dtype, device buffers. */
+ * views, host values stored in any float dtype, device buffers, random
+ * lengths and the unfused path's cells. */
 #ifndef MAS_TESTS_CUDA_FUSED_TEST_DATA_H
 #define MAS_TESTS_CUDA_FUSED_TEST_DATA_H
 
@@ -14,6 +15,8 @@
 #include "mas.h"
 
 static size_t dsize(mas_dtype d) { return mas_dtype_size(d); }
+
+static bool chance(double p) { return urand() < p; }
 
 static mas_tensor3 t3(void *data, mas_dtype dtype, int64_t d0, int64_t d1, int64_t d2, int64_t s0,
                       int64_t s1, int64_t s2) {
@@ -82,6 +85,47 @@ struct DevBuf {
 static void *upload(DevBuf &d, const void *h, size_t n) {
     CUDA_OK(cudaMemcpy(d.p, h, n, cudaMemcpyHostToDevice));
     return d.p;
+}
+
+/* Lengths as a batch has them: y_len S 40% of the time, x_len up to
+ * min(y_len, T) (equal 30% of the time), and 5% of the items an x_len
+ * from -1 to T + 1 (length errors). */
+static void random_lengths(int64_t B, int64_t T, int64_t S, std::vector<int64_t> &xl,
+                           std::vector<int64_t> &yl) {
+    xl.resize((size_t)B);
+    yl.resize((size_t)B);
+    for (int64_t b = 0; b < B; b++) {
+        int64_t y = chance(0.4) ? S : irand(1, S);
+        int64_t x = irand(1, y < T ? y : T);
+        if (chance(0.3)) x = y < T ? y : T;
+        if (chance(0.05)) x = irand(-1, T + 1);
+        xl[b] = x;
+        yl[b] = y;
+    }
+}
+
+/* The unfused CUDA path's cells of a fused call's arguments: the
+ * coefficients (coef: MB * (2J+1) * T elements), then mas_loglik_cuda into
+ * value, a [B, T, S] matrix of the accumulator type (device buffers the
+ * caller owns); value errors to word. Returns the matrix's view. */
+static mas_tensor3 unfused_cells(const mas_gauss_align_args &a, mas_dtype acc, void *coef,
+                                 void *value, uint64_t *word) {
+    const int64_t B = a.x.dim[0], S = a.x.dim[1], J = a.x.dim[2];
+    const int64_t MB = a.params.means.dim[0], T = a.params.means.dim[1], P = 2 * J + 1;
+    mas_tensor3 cv = t3(coef, acc, MB, P, T, P * T, T, 1);
+    mas_status st = mas_gauss_coef_cuda(&a.params, &cv, nullptr, word);
+    CHECK(st == MAS_OK, "coef status %d", (int)st);
+    mas_loglik_args la;
+    memset(&la, 0, sizeof la);
+    la.x = a.x;
+    la.coef = cv;
+    la.n_states = T;
+    la.n_len = a.y_len;
+    la.s_len = a.x_len;
+    la.out = t3(value, acc, B, S, T, T * S, 1, S); /* [B, T, S] seen as [B, S, T] */
+    st = mas_loglik_cuda(&la, nullptr, 0, nullptr, word);
+    CHECK(st == MAS_OK, "loglik status %d", (int)st);
+    return t3(value, acc, B, T, S, T * S, S, 1);
 }
 
 #endif

@@ -30,8 +30,6 @@
 #include "test_common.h"
 #include "fused_test_data.h"
 
-static bool chance(double p) { return urand() < p; }
-
 struct Case {
     int64_t B, T, S, J;
     mas_dtype zt, mt;
@@ -63,14 +61,7 @@ static void run_case(const Case &c) {
     auto zat = [&](int64_t b, int64_t s, int64_t j) {
         return c.frame_major ? (b * S + s) * J + j : (b * J + j) * S + s;
     };
-    for (int64_t b = 0; b < B; b++) {
-        int64_t y = chance(0.4) ? S : irand(1, S);
-        int64_t x = irand(1, y < T ? y : T);
-        if (chance(0.3)) x = y < T ? y : T;
-        if (chance(0.05)) x = irand(-1, T + 1); /* lengths errors, sometimes */
-        xl[b] = x;
-        yl[b] = y;
-    }
+    random_lengths(B, T, S, xl, yl);
     std::vector<double> mrow(J), lrow(J);
     for (int64_t b = 0; b < MB; b++)
         for (int64_t k = 0; k < T; k++) {
@@ -158,22 +149,8 @@ static void run_case(const Case &c) {
             CHECK(st == MAS_OK, "fused status %d", (int)st);
             CUDA_OK(cudaDeviceSynchronize());
         } else {
-            const int64_t P = 2 * J + 1;
-            DevBuf coef(MB * P * T * ss), value(B * T * S * ss);
-            mas_tensor3 cv = t3(coef.p, acc, MB, P, T, P * T, T, 1);
-            st = mas_gauss_coef_cuda(&a.params, &cv, nullptr, (uint64_t *)dword.p);
-            CHECK(st == MAS_OK, "coef status %d", (int)st);
-            mas_loglik_args la;
-            memset(&la, 0, sizeof la);
-            la.x = a.x;
-            la.coef = cv;
-            la.n_states = T;
-            la.n_len = a.y_len;
-            la.s_len = a.x_len;
-            la.out = t3(value.p, acc, B, S, T, T * S, 1, S); /* [B, T, S] seen as [B, S, T] */
-            st = mas_loglik_cuda(&la, nullptr, 0, nullptr, (uint64_t *)dword.p);
-            CHECK(st == MAS_OK, "loglik status %d", (int)st);
-            const mas_tensor3 vv = t3(value.p, acc, B, T, S, T * S, S, 1);
+            DevBuf coef(MB * (2 * J + 1) * T * ss), value(B * T * S * ss);
+            const mas_tensor3 vv = unfused_cells(a, acc, coef.p, value.p, (uint64_t *)dword.p);
             size_t ws = mas_hard_cuda_workspace_size(B, T, S, acc);
             DevBuf w(ws);
             st = mas_hard_cuda(&vv, a.x_len, a.y_len, &o, w.p, ws, nullptr, (uint64_t *)dword.p);

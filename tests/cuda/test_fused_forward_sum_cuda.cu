@@ -29,8 +29,6 @@
 #include "test_common.h"
 #include "fused_test_data.h"
 
-static bool chance(double p) { return urand() < p; }
-
 struct Case {
     int64_t B, T, S, J;
     mas_dtype zt, mt;
@@ -71,18 +69,12 @@ static void run_case(const Case &c) {
     auto zat = [&](int64_t b, int64_t s, int64_t j) {
         return c.frame_major ? (b * S + s) * J + j : (b * J + j) * S + s;
     };
-    for (int64_t b = 0; b < B; b++) {
-        int64_t y = chance(0.4) ? S : irand(1, S);
-        int64_t x = irand(1, y < T ? y : T);
-        if (chance(0.3)) x = y < T ? y : T;
-        if (chance(0.05)) x = irand(-1, T + 1); /* length errors, sometimes */
-        if (c.ys) {
-            y = c.ys[b];
-            x = irand(1, y < T ? y : T);
+    random_lengths(B, T, S, xl, yl);
+    if (c.ys)
+        for (int64_t b = 0; b < B; b++) {
+            yl[b] = c.ys[b];
+            xl[b] = irand(1, yl[b] < T ? yl[b] : T);
         }
-        xl[b] = x;
-        yl[b] = y;
-    }
     /* frames near the means (cells of a few units a dimension) */
     for (int64_t b = 0; b < MB; b++)
         for (int64_t k = 0; k < T; k++)
@@ -189,26 +181,12 @@ static void run_case(const Case &c) {
     unf.log_z.resize((size_t)B * es);
     {
         CUDA_OK(cudaMemcpy(dword.p, &none, 8, cudaMemcpyHostToDevice));
-        const int64_t P = 2 * J + 1;
-        DevBuf coef(MB * P * T * es), value(B * T * S * es), lz(B * es);
-        mas_tensor3 cv = t3(coef.p, acc, MB, P, T, P * T, T, 1);
-        mas_status st = mas_gauss_coef_cuda(&a.params, &cv, nullptr, (uint64_t *)dword.p);
-        CHECK(st == MAS_OK, "coef status %d", (int)st);
-        mas_loglik_args la;
-        memset(&la, 0, sizeof la);
-        la.x = a.x;
-        la.coef = cv;
-        la.n_states = T;
-        la.n_len = a.y_len;
-        la.s_len = a.x_len;
-        la.out = t3(value.p, acc, B, S, T, T * S, 1, S); /* [B, T, S] seen as [B, S, T] */
-        st = mas_loglik_cuda(&la, nullptr, 0, nullptr, (uint64_t *)dword.p);
-        CHECK(st == MAS_OK, "loglik status %d", (int)st);
-        const mas_tensor3 vv = t3(value.p, acc, B, T, S, T * S, S, 1);
+        DevBuf coef(MB * (2 * J + 1) * T * es), value(B * T * S * es), lz(B * es);
+        const mas_tensor3 vv = unfused_cells(a, acc, coef.p, value.p, (uint64_t *)dword.p);
         const size_t ws = mas_forward_sum_cuda_workspace_size(B, T, S, acc);
         DevBuf w(ws);
-        st = mas_forward_sum_cuda(&vv, a.x_len, a.y_len, lz.p, nullptr, w.p, ws, nullptr,
-                                  (uint64_t *)dword.p);
+        mas_status st = mas_forward_sum_cuda(&vv, a.x_len, a.y_len, lz.p, nullptr, w.p, ws,
+                                             nullptr, (uint64_t *)dword.p);
         CHECK(st == MAS_OK, "forward_sum status %d", (int)st);
         CUDA_OK(cudaDeviceSynchronize());
         CUDA_OK(cudaMemcpy(unf.log_z.data(), lz.p, B * es, cudaMemcpyDeviceToHost));

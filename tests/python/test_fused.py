@@ -290,6 +290,28 @@ def test_cuda_forward_sum_gaussian_gradcheck_and_errors(rng, torch):
     assert messages[0] == messages[1]
 
 
+def test_cuda_forward_sum_gaussian_capture_and_host_lengths(rng, torch):
+    """Graph capture and replay equal to eager; lengths on the CPU with CUDA
+    inputs give the same bits."""
+    _cuda(torch)
+    z, m, ls = (torch.tensor(a, device="cuda") for a in _tts(rng, 2, 80, 60, 250))
+    x, y = torch.tensor([60, 31]), torch.tensor([250, 100])
+    want = libmas.forward_sum_gaussian(z, m, ls, x.cuda(), y.cuda())
+    assert torch.equal(libmas.forward_sum_gaussian(z, m, ls, x, y), want)
+    xc, yc = x.cuda(), y.cuda()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        libmas.forward_sum_gaussian(z, m, ls, xc, yc)  # warm-up outside capture
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = libmas.forward_sum_gaussian(z, m, ls, xc, yc)
+    g.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(out, want)
+
+
 def test_cuda_fused_errors_and_budget(rng, torch):
     _cuda(torch)
     z, m, ls = (torch.tensor(a, device="cuda") for a in _tts(rng, 3, 8, 40, 120))
