@@ -821,8 +821,9 @@ mas_status mas_align_gaussian_cuda(const mas_gauss_align_args *args,
  * it rejects, SIZE_MAX for shapes beyond 2^52 cells): the coefficients,
  * three blocks of [B, K, T] cells (K ~ 6 sqrt(S) frames, at least 64), the
  * checkpointed columns [B, S/K, T], two columns [B, T], mu and 1/var
- * [B, T, J] and the float64 token sums [B, T, 2J+1] (52 MB for B=32 T=512
- * S=2048 J=80, float32, against 134 MB for the [B, T, S] matrix alone). */
+ * [B, T, J] and the float64 token sums [B, T, 2J+1] (99 MB for B=32 T=512
+ * S=2048 J=80, float32; the unfused path holds the 134 MB matrix, its
+ * posterior and their gradients). */
 size_t mas_forward_sum_gaussian_cuda_workspace_size(const mas_gauss_align_args *args);
 
 /* mas_forward_sum_gaussian_cpu on a CUDA device: every pointer device
@@ -831,8 +832,10 @@ size_t mas_forward_sum_gaussian_cuda_workspace_size(const mas_gauss_align_args *
  * likelihood kernels into the workspace and swept, resumed from the
  * previous block's column. log_z is bit for bit mas_forward_sum_cuda's on
  * mas_loglik_cuda's matrix; the gradients are the CPU op's within rounding
- * (the posterior in the accumulator type, its weighted sums in float64, in
- * another order). Returns the argument errors of the CPU op in its order,
+ * (the posterior and the weighted sums of one block in the accumulator
+ * type, the blocks' sums in float64, in another order). Returns the
+ * argument errors of the CPU op in its order (and MAS_ERR_BAD_SHAPE for an
+ * empty token or frame axis, where the CPU op reports each item's lengths),
  * MAS_ERR_CUDA when a launch fails; value errors (a bad model: item b*T + k;
  * lengths, NaN/+inf in the band, no finite path: item b) go to *error_word
  * (may be NULL) as for mas_forward_sum_cuda. */

@@ -36,7 +36,7 @@ using namespace mas_cuda;
 
 namespace {
 
-/* Frames a block: ~6 sqrt(S) (S = 2048: 8 blocks, 3 x 17.8 MB of cells at
+/* Frames a block: ~6 sqrt(S) (S = 2048: 8 blocks, 3 x 18.9 MB of cells at
  * B=32 T=512), whole tiles of the sweep, at least 64. Fewer, longer blocks
  * cost memory; more, shorter ones launches and the sweep's pipeline fill
  * (a tile a segment of 128 tokens) on every block: 4 sqrt(S) took 7-16%
@@ -68,7 +68,7 @@ size_t fgs_layout(const mas_gauss_align_args *args, FgsLayout *L, mas_gauss_alig
     if (mas_shape_too_big(B, T, S) || mas_shape_too_big(B, T + S, P)) return SIZE_MAX;
     const size_t es = mas_accum_dtype(args->x.dtype) == MAS_FLOAT64 ? 8 : 4;
     L->K = block_frames(S);
-    L->blocks = (S + L->K - 1) / L->K;
+    L->blocks = L->K > 0 ? (S + L->K - 1) / L->K : 0;
     size_t at = 0;
     auto take = [&](size_t n) {
         const size_t r = at;
@@ -552,8 +552,10 @@ mas_status run(const mas_gauss_align_args *args, const mas_gauss_soft_outputs *o
         plan.phase = FGS_POSTERIOR;
         if (st == MAS_OK) st = soft_launch<TA, Bwd>(plan, B, T, L.K, links, s);
         if (st != MAS_OK) break;
-        if (want_x) grad_launch<TA, true>(g, J, dim3((unsigned)((L.K + kFrameTile - 1) / kFrameTile), (unsigned)B), s);
-        if (want_tok) grad_launch<TA, false>(g, J, dim3((unsigned)((T + kTokenTile - 1) / kTokenTile), (unsigned)B), s);
+        const unsigned frame_tiles = (unsigned)((L.K + kFrameTile - 1) / kFrameTile);
+        const unsigned token_tiles = (unsigned)((T + kTokenTile - 1) / kTokenTile);
+        if (want_x) grad_launch<TA, true>(g, J, dim3(frame_tiles, (unsigned)B), s);
+        if (want_tok) grad_launch<TA, false>(g, J, dim3(token_tiles, (unsigned)B), s);
     }
     if (st != MAS_OK) return st;
     const int64_t per_item = 32;
@@ -584,12 +586,14 @@ extern "C" mas_status mas_forward_sum_gaussian_cuda(const mas_gauss_align_args *
     FgsLayout L;
     const size_t need = fgs_layout(args, &L, &sh);
     if (need == SIZE_MAX || workspace_size < need) return MAS_ERR_WORKSPACE_TOO_SMALL;
-    if (sh.tokens > INT32_MAX / 2 || sh.dim > (1 << 20)) return MAS_ERR_BAD_SHAPE;
+    if (sh.batch == 0) return MAS_OK;
+    if (sh.tokens < 1 || sh.frames < 1 || sh.tokens > INT32_MAX / 2 || sh.dim > (1 << 20))
+        return MAS_ERR_BAD_SHAPE;
     cudaStream_t s = (cudaStream_t)stream;
     unsigned char *ws = align_workspace(workspace);
     const int64_t T = sh.tokens, J = sh.dim;
-    const mas_tensor3 coef = make_tensor3(ws + L.coef, acc, sh.model_batch, 2 * J + 1, T,
-                                     (2 * J + 1) * T, T, 1);
+    const mas_tensor3 coef =
+        make_tensor3(ws + L.coef, acc, sh.model_batch, 2 * J + 1, T, (2 * J + 1) * T, T, 1);
     st = mas_gauss_coef_cuda(&args->params, &coef, stream, error_word);
     if (st != MAS_OK) return st;
     if (acc == MAS_FLOAT64) return run<double>(args, out, sh, L, coef, ws, s, error_word);
