@@ -264,6 +264,73 @@ static void run_case(const Case &c) {
     }
 }
 
+/* The host checks: the CPU op's statuses for the same bad calls. */
+static void host_checks() {
+    snprintf(g_case, sizeof g_case, "forward-sum host checks");
+    const int64_t B = 2, T = 5, S = 9, J = 3;
+    std::vector<float> z(B * S * J, 0.5f), mean(B * T * J, 0.1f), ls(B * T * J, 0.0f);
+    std::vector<float> lz(B), gx(B * S * J), gm(B * T * J), gs(B * T * J);
+    std::vector<double> wrong(B * T * J);
+    std::vector<int64_t> xl = {5, 3}, yl = {9, 4};
+    DevBuf dz(z.size() * 4), dm(mean.size() * 4), dl(ls.size() * 4), dx(B * 8), dy(B * 8);
+    DevBuf dlz(B * 4), dgx(gx.size() * 4), dgm(gm.size() * 4), dgs(gs.size() * 4),
+        dwrong(wrong.size() * 8);
+    upload(dz, z.data(), z.size() * 4);
+    upload(dm, mean.data(), mean.size() * 4);
+    upload(dl, ls.data(), ls.size() * 4);
+    upload(dx, xl.data(), B * 8);
+    upload(dy, yl.data(), B * 8);
+    auto args_of = [&](bool dev) {
+        mas_gauss_align_args a;
+        memset(&a, 0, sizeof a);
+        a.x = t3(dev ? dz.p : z.data(), MAS_FLOAT32, B, S, J, S * J, J, 1);
+        a.params.means = t3(dev ? dm.p : mean.data(), MAS_FLOAT32, B, T, J, T * J, J, 1);
+        a.params.spread = t3(dev ? dl.p : ls.data(), MAS_FLOAT32, B, T, J, T * J, J, 1);
+        a.params.spread_kind = MAS_SPREAD_LOG_STD;
+        a.x_len = dev ? (const int64_t *)dx.p : xl.data();
+        a.y_len = dev ? (const int64_t *)dy.p : yl.data();
+        return a;
+    };
+    auto outs_of = [&](bool dev, int variant) {
+        mas_gauss_soft_outputs o;
+        memset(&o, 0, sizeof o);
+        o.log_z = dev ? dlz.p : (void *)lz.data();
+        o.grad_x = t3(dev ? dgx.p : (void *)gx.data(), MAS_FLOAT32, B, S, J, S * J, J, 1);
+        o.grad_means = t3(dev ? dgm.p : (void *)gm.data(), MAS_FLOAT32, B, T, J, T * J, J, 1);
+        o.grad_spread = t3(dev ? dgs.p : (void *)gs.data(), MAS_FLOAT32, B, T, J, T * J, J, 1);
+        if (variant == 1) { /* nothing wanted */
+            o.log_z = nullptr;
+            o.grad_x.data = o.grad_means.data = o.grad_spread.data = nullptr;
+        } else if (variant == 2) { /* a gradient of the wrong dtype */
+            o.grad_means = t3(dev ? dwrong.p : (void *)wrong.data(), MAS_FLOAT64, B, T, J, T * J, J, 1);
+        } else if (variant == 3) { /* a gradient of the wrong shape */
+            o.grad_x.dim[1] = S - 1;
+        }
+        return o;
+    };
+    const char *names[6] = {"valid", "nothing wanted", "wrong dtype", "wrong shape",
+                            "NULL outputs", "small workspace"};
+    for (int v = 0; v < 6; v++) {
+        mas_status got[2];
+        for (int dev = 0; dev < 2; dev++) {
+            mas_gauss_align_args a = args_of(dev);
+            mas_gauss_soft_outputs o = outs_of(dev, v < 4 ? v : 0);
+            size_t ws = dev ? mas_forward_sum_gaussian_cuda_workspace_size(&a)
+                            : mas_forward_sum_gaussian_cpu_workspace_size(&a, 1);
+            DevBuf dw(ws);
+            std::vector<unsigned char> hw(ws);
+            if (v == 5) ws -= 1;
+            const mas_gauss_soft_outputs *op = v == 4 ? nullptr : &o;
+            mas_error err;
+            got[dev] = dev ? mas_forward_sum_gaussian_cuda(&a, op, dw.p, ws, nullptr, nullptr)
+                           : mas_forward_sum_gaussian_cpu(&a, op, hw.data(), ws, 1, &err);
+        }
+        CUDA_OK(cudaDeviceSynchronize());
+        CHECK(got[0] == got[1] && (v == 0) == (got[1] == MAS_OK), "%s: cpu %d cuda %d",
+              names[v], (int)got[0], (int)got[1]);
+    }
+}
+
 int main(int argc, char **argv) {
     int dev_count = 0;
     if (cudaGetDeviceCount(&dev_count) != cudaSuccess || dev_count == 0 || !mas_has_cuda()) {
@@ -278,6 +345,7 @@ int main(int argc, char **argv) {
     }
     printf("seed %llu\n", (unsigned long long)seed);
     g_rng = seed * 2654435761u + 1;
+    host_checks();
     const mas_dtype zts[4] = {MAS_FLOAT32, MAS_FLOAT64, MAS_FLOAT16, MAS_BFLOAT16};
     const int n = small ? 16 : 80;
     for (int k = 0; k < n; k++) {
