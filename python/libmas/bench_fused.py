@@ -8,7 +8,9 @@ during the call (tracemalloc: the [B,T,S] matrix, the workspaces; a
 workspace up to 1 MB is kept between calls and not counted again). CUDA:
 wall time a call in a loop, the kernels' time from torch.profiler and the
 peak of PyTorch's allocator, full lengths, next to the unfused path and to
-Glow-TTS's PyTorch logp + align.
+Glow-TTS's PyTorch logp + align; then ``forward_sum_gaussian`` forward and
+backward against ``forward_sum(gaussian_loglik(...))`` with autograd (time,
+its largest kernels, peak memory, log_z bits).
 """
 
 import datetime
