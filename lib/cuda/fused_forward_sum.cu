@@ -117,14 +117,9 @@ template <typename TA> struct FgsPlan {
     TA *log_z; /* the caller's, may be NULL */
     uint64_t *error_word;
 
-    __device__ static void view(SoftView &w, const TA *base, int64_t T, int64_t n) {
-        w.base = base;
-        w.dtype = sizeof(TA) == 8 ? MAS_FLOAT64 : MAS_FLOAT32;
-        w.s_state = 1;
-        w.s_step = T;
-        w.t_lo = 0;
-        w.t_hi = n;
-        w.check = 0;
+    /* a [K][T] block of the item: tokens contiguous, steps 0..n-1 read */
+    __device__ SoftView block_view(const TA *blk, int64_t n, int32_t check) const {
+        return soft_view(blk, sizeof(TA) == 8 ? MAS_FLOAT64 : MAS_FLOAT32, 1, T, 0, n, check);
     }
 
     template <int NIN> __device__ bool item(int64_t b, SoftItem<TA, NIN> &it) const {
@@ -132,12 +127,8 @@ template <typename TA> struct FgsPlan {
         if (phase == FGS_FORWARD) {
             const int st = length_status(X, Y, T, S);
             if (st != MAS_OK) {
-                if (k == 0 && threadIdx.x == 0) {
-                    status[b] = st;
-                    log_z_ws[b] = neg_inf<TA>();
-                    if (log_z) log_z[b] = neg_inf<TA>();
-                    report_error(error_word, b, st);
-                }
+                if (k == 0 && threadIdx.x == 0)
+                    forward_sum_record(b, st, (TA)0, status, log_z_ws, log_z, error_word);
                 return false;
             }
         } else if (status[b] != MAS_OK) {
@@ -151,8 +142,7 @@ template <typename TA> struct FgsPlan {
         it.band_lo = Y - X - f0;
         it.band_hi = f0;
         it.store_band = false;
-        view(it.in[0], v + blk, T, n);
-        it.in[0].check = phase == FGS_FORWARD ? 1 : 0;
+        it.in[0] = block_view(v + blk, n, phase == FGS_FORWARD ? 1 : 0);
         it.scalar = 0;
         it.init_stride = it.last_stride = 1;
         it.out.s_state = 1;
@@ -164,7 +154,7 @@ template <typename TA> struct FgsPlan {
                           ? ckpt + ((size_t)b * blocks + k) * T
                           : nullptr;
         } else {
-            view(it.in[1], alpha + blk, T, n);
+            it.in[1] = block_view(alpha + blk, n, 0);
             it.out.base = gamma + blk;
             it.scalar = log_z_ws[b];
             it.init = k == last_block ? nullptr : beta_in + (size_t)b * T;
@@ -182,12 +172,8 @@ template <typename TA> struct FgsPlan {
             if (bad) status[b] = MAS_ERR_NONFINITE_VALUE;
             return;
         }
-        TA lz;
-        const int st = forward_sum_status(bad, last, &lz);
-        status[b] = st;
-        log_z_ws[b] = lz;
-        if (log_z) log_z[b] = lz;
-        if (st != MAS_OK) report_error(error_word, b, st);
+        const int st = forward_sum_status(bad, &last);
+        forward_sum_record(b, st, last, status, log_z_ws, log_z, error_word);
     }
 };
 

@@ -76,15 +76,10 @@ template <typename TA> struct AttnPlan {
 
     __device__ SoftView in_view(const Strided &t, int64_t b, int64_t t_lo, int64_t t_hi,
                                 int32_t check) const {
-        SoftView v;
-        int64_t off;
-        view(t, b, off, v.s_state, v.s_step);
-        v.base = (const char *)t.base + off * soft_dtype_bytes(t.dtype);
-        v.dtype = t.dtype;
-        v.t_lo = t_lo;
-        v.t_hi = t_hi;
-        v.check = check;
-        return v;
+        int64_t off, s_state, s_step;
+        view(t, b, off, s_state, s_step);
+        return soft_view((const char *)t.base + off * soft_dtype_bytes(t.dtype), t.dtype, s_state,
+                         s_step, t_lo, t_hi, check);
     }
 
     /* Forward (NIN 1): logits in, log phi out. Backward (NIN 3): logits, log

@@ -36,22 +36,33 @@ template <typename TA> __device__ __forceinline__ bool is_nan_or_pinf(TA x) {
 
 /* ---- errors -------------------------------------------------------------- */
 
-/* A forward-sum's status from its sweep: a NaN/+inf cell read, then no
- * finite path; a NaN log_z from finite-or--inf cells is the accumulator's
- * overflow and becomes +inf, as on the CPU (mas.h section 5). Returns the
- * status; *log_z is the item's log_z (-inf when it failed). */
-template <typename TA> __device__ __forceinline__ int forward_sum_status(bool bad, TA last, TA *log_z) {
-    const int st = bad ? MAS_ERR_NONFINITE_VALUE
-                       : (last == neg_inf<TA>() ? MAS_ERR_NO_FINITE_PATH : MAS_OK);
-    if (st == MAS_OK && last != last) last = pos_inf<TA>();
-    *log_z = st == MAS_OK ? last : neg_inf<TA>();
-    return st;
-}
-
 __device__ __forceinline__ void report_error(uint64_t *word, int64_t item, int status) {
     if (word)
         atomicMin((unsigned long long *)word,
                   ((unsigned long long)item << 8) | (unsigned long long)status);
+}
+
+/* A forward-sum's status from its sweep: a NaN/+inf cell read, then no
+ * finite path. A NaN log_z from finite-or--inf cells is the accumulator's
+ * overflow: *last becomes +inf, as on the CPU (mas.h section 5). */
+template <typename TA> __device__ __forceinline__ int forward_sum_status(bool bad, TA *last) {
+    const int st = bad ? MAS_ERR_NONFINITE_VALUE
+                       : (*last == neg_inf<TA>() ? MAS_ERR_NO_FINITE_PATH : MAS_OK);
+    if (st == MAS_OK && *last != *last) *last = pos_inf<TA>();
+    return st;
+}
+
+/* A forward-sum item's outcome where the plans keep it: its status, log_z
+ * (-inf when it failed) in the workspace and, when wanted, the caller's,
+ * and the error word. */
+template <typename TA>
+__device__ __forceinline__ void forward_sum_record(int64_t b, int st, TA lz, int32_t *status,
+                                                   TA *log_z_ws, TA *log_z, uint64_t *word) {
+    if (st != MAS_OK) lz = neg_inf<TA>();
+    status[b] = st;
+    log_z_ws[b] = lz;
+    if (log_z) log_z[b] = lz;
+    if (st != MAS_OK) report_error(word, b, st);
 }
 
 } // namespace mas_cuda

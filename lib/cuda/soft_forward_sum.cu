@@ -81,12 +81,8 @@ template <typename TA> struct FsPlan {
         } else {
             int st = length_status(X, Y, T, S);
             if (st != MAS_OK) {
-                if (threadIdx.x == 0) {
-                    status[b] = st;
-                    log_z_ws[b] = neg_inf<TA>();
-                    if (log_z) log_z[b] = neg_inf<TA>();
-                    report_error(error_word, b, st);
-                }
+                if (threadIdx.x == 0)
+                    forward_sum_record(b, st, (TA)0, status, log_z_ws, log_z, error_word);
                 return false;
             }
         }
@@ -95,14 +91,8 @@ template <typename TA> struct FsPlan {
         it.band_lo = Y - X;
         it.band_hi = 0;
         it.store_band = false;
-        SoftView &v = it.in[0];
-        v.base = (const char *)value + b * v0 * soft_dtype_bytes(dtype);
-        v.dtype = dtype;
-        v.s_state = v1;
-        v.s_step = v2;
-        v.t_lo = 0;
-        v.t_hi = Y;
-        v.check = backward ? 0 : 1;
+        it.in[0] = soft_view((const char *)value + b * v0 * soft_dtype_bytes(dtype), dtype, v1, v2,
+                             0, Y, backward ? 0 : 1);
         TA *alpha_b = alpha ? alpha + b * S * T : nullptr;
         it.scalar = 0;
         if constexpr (!backward) {
@@ -110,14 +100,7 @@ template <typename TA> struct FsPlan {
             it.out.s_state = 1;
             it.out.s_step = T;
         } else {
-            SoftView &a = it.in[1];
-            a.base = alpha_b;
-            a.dtype = sizeof(TA) == 8 ? MAS_FLOAT64 : MAS_FLOAT32;
-            a.s_state = 1;
-            a.s_step = T;
-            a.t_lo = 0;
-            a.t_hi = Y;
-            a.check = 0;
+            it.in[1] = soft_view(alpha_b, sizeof(TA) == 8 ? MAS_FLOAT64 : MAS_FLOAT32, 1, T, 0, Y, 0);
             it.out.base = post + b * p0;
             it.out.s_state = p1;
             it.out.s_step = p2;
@@ -129,12 +112,8 @@ template <typename TA> struct FsPlan {
 
     __device__ void finish(int64_t b, TA last, bool bad) const {
         if (alpha_read) return;
-        TA lz;
-        const int st = forward_sum_status(bad, last, &lz);
-        status[b] = st;
-        log_z_ws[b] = lz;
-        if (log_z) log_z[b] = lz;
-        if (st != MAS_OK) report_error(error_word, b, st);
+        const int st = forward_sum_status(bad, &last);
+        forward_sum_record(b, st, last, status, log_z_ws, log_z, error_word);
     }
 };
 

@@ -53,6 +53,20 @@ struct SoftView {
     int32_t check; /* 0: none; 1: NaN/+inf is an error; 2: NaN is an error */
 };
 
+__device__ __forceinline__ SoftView soft_view(const void *base, int32_t dtype, int64_t s_state,
+                                              int64_t s_step, int64_t t_lo, int64_t t_hi,
+                                              int32_t check) {
+    SoftView v;
+    v.base = base;
+    v.dtype = dtype;
+    v.s_state = s_state;
+    v.s_step = s_step;
+    v.t_lo = t_lo;
+    v.t_hi = t_hi;
+    v.check = check;
+    return v;
+}
+
 template <typename TA> struct SoftOut {
     TA *base; /* NULL: not wanted */
     int64_t s_state, s_step;

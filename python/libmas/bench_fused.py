@@ -172,13 +172,16 @@ def bench_cuda(args):
     for r in rows:
         parts = sorted(r["fused_kernels"].items(), key=lambda kv: -kv[1])
         lines.append(f"- {r['shape']}: " + ", ".join(f"{_short(k)} {v:.3f}" for k, v in parts))
-    lines += ["", _soft_table(torch, rng, max(3, n // 4), _loop_ms, _kernels_ms, _peak_extra_mb)]
+    lines += ["", _soft_table(torch, rng, max(3, n // 4))]
     return rows, "\n".join(lines)
 
 
-def _soft_table(torch, rng, n, loop_ms, kernels_ms, peak_mb):
+def _soft_table(torch, rng, n):
     """forward_sum_gaussian, forward and backward (log_z and the three
     gradients), against gaussian_loglik + forward_sum with autograd."""
+    from .bench_likelihood import _peak_extra_mb as peak_mb
+    from .bench_topology_cuda import _kernels_ms as kernels_ms, _loop_ms as loop_ms
+
     lines = ["forward_sum_gaussian, forward + backward (log_z.sum().backward() to z, mean and "
              f"log_std), per call over {n} back-to-back calls:",
              "",

@@ -332,19 +332,8 @@ static void host_checks() {
 }
 
 int main(int argc, char **argv) {
-    int dev_count = 0;
-    if (cudaGetDeviceCount(&dev_count) != cudaSuccess || dev_count == 0 || !mas_has_cuda()) {
-        printf("no CUDA device: skipped\n");
-        return 0;
-    }
-    uint64_t seed = (uint64_t)time(nullptr);
     bool small = false;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--small")) small = true;
-        else seed = strtoull(argv[i], nullptr, 10);
-    }
-    printf("seed %llu\n", (unsigned long long)seed);
-    g_rng = seed * 2654435761u + 1;
+    if (!test_start(argc, argv, &small)) return 0;
     host_checks();
     const mas_dtype zts[4] = {MAS_FLOAT32, MAS_FLOAT64, MAS_FLOAT16, MAS_BFLOAT16};
     const int n = small ? 16 : 80;

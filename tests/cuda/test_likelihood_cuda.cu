@@ -412,19 +412,8 @@ static void error_cases() {
 }
 
 int main(int argc, char **argv) {
-    int count = 0;
-    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-        printf("skipped: no CUDA device\n");
-        return 0;
-    }
-    uint64_t seed = (uint64_t)time(nullptr);
     bool small = false;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--small")) small = true;
-        else seed = strtoull(argv[i], nullptr, 10);
-    }
-    printf("seed %llu\n", (unsigned long long)seed);
-    g_rng = seed * 2654435761u + 1;
+    if (!test_start(argc, argv, &small)) return 0;
     error_cases();
     const int32_t dtypes[4] = {MAS_FLOAT32, MAS_FLOAT64, MAS_FLOAT16, MAS_BFLOAT16};
     const int rounds = small ? 12 : 60;

@@ -231,6 +231,22 @@ def test_cuda_fused_is_exact(rng, torch, dtype, ties):
         assert torch.equal(r1.path().cpu(), r3.path())
 
 
+def _captured(torch, call):
+    """call's output from a CUDA graph of it, replayed once (warmed up
+    outside the capture on a side stream)."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        call()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = call()
+    g.replay()
+    torch.cuda.synchronize()
+    return out
+
+
 def _fsg_grads(torch, z, m, ls, x, y, dev):
     args = tuple(a.to(dev).requires_grad_() for a in (z, m, ls))
     lz = libmas.forward_sum_gaussian(*args, x.to(dev), y.to(dev))
@@ -299,16 +315,7 @@ def test_cuda_forward_sum_gaussian_capture_and_host_lengths(rng, torch):
     want = libmas.forward_sum_gaussian(z, m, ls, x.cuda(), y.cuda())
     assert torch.equal(libmas.forward_sum_gaussian(z, m, ls, x, y), want)
     xc, yc = x.cuda(), y.cuda()
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        libmas.forward_sum_gaussian(z, m, ls, xc, yc)  # warm-up outside capture
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        out = libmas.forward_sum_gaussian(z, m, ls, xc, yc)
-    g.replay()
-    torch.cuda.synchronize()
+    out = _captured(torch, lambda: libmas.forward_sum_gaussian(z, m, ls, xc, yc))
     assert torch.equal(out, want)
 
 
@@ -340,16 +347,7 @@ def test_cuda_fused_graph_capture(rng, torch):
     z, m, ls = (torch.tensor(a, device="cuda") for a in _tts(rng, 2, 80, 60, 250))
     x, y = torch.tensor([60, 31], device="cuda"), torch.tensor([250, 100], device="cuda")
     want = libmas.align_gaussian(z, m, ls, x, y).indices.clone()
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        libmas.align_gaussian(z, m, ls, x, y)  # warm-up outside capture
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        out = libmas.align_gaussian(z, m, ls, x, y).indices
-    g.replay()
-    torch.cuda.synchronize()
+    out = _captured(torch, lambda: libmas.align_gaussian(z, m, ls, x, y).indices)
     assert torch.equal(out, want)
 
 
