@@ -129,12 +129,12 @@ fi
 step "3. pytest on the built module"
 PKG=$B/pkg
 rm -rf "$PKG" && mkdir -p "$PKG" && cp -r python/libmas "$PKG/" &&
-  cp "$B"/_C*.so "$PKG/libmas/" 2>/dev/null
+  cp "$B"/_C*.so "$PKG/libmas/" 2>/dev/null && { cp "$B"/_torch*.so "$PKG/libmas/" 2>/dev/null || true; }
 files=()
 for f in ${PYTESTS:-tests/python/test_fused.py tests/python/test_longform.py tests/python/test_topology_cuda.py}; do
   files+=("$R/$f")
 done
-(cd /tmp && PYTHONPATH="$R/$PKG" timeout 200 python3 -m pytest -q -x -p no:cacheprovider \
+(cd /tmp && LIBMAS_EXPECT_GLUE=${LIBMAS_EXPECT_GLUE:-1} PYTHONPATH="$R/$PKG" timeout 200 python3 -m pytest -q -x -p no:cacheprovider \
   "${files[@]}") >"$LOGS/pytest.log" 2>&1 || fail=1
 if grep -q "failed" "$LOGS/pytest.log"; then
   grep -E "^E |^[^ ]*\.py:[0-9]+: |^FAILED|seed" "$LOGS/pytest.log" | head -40 | tee -a "$LOGS/summary.log"

@@ -13,7 +13,7 @@ import time
 import torch
 
 import libmas
-from libmas import _arrays, _C, errors
+from libmas import _arrays, _C, _fast, errors
 
 
 def per_call_us(fn, n):
@@ -65,6 +65,15 @@ def main():
     row("libmas.maximum_path(value, mask)", lambda: libmas.maximum_path(v, mask))
     row("libmas.forward_sum(value, xl, yl)", lambda: libmas.forward_sum(v, xl, yl))
     row("libmas.monotonic_attention(logits)", lambda: libmas.monotonic_attention(logits))
+    glue = _fast.available()
+    if glue is not None:
+        _fast.ENABLED = False
+        row("  the same align, general path", lambda: libmas.align(v, xl, yl).durations)
+        row("  the same monotonic_attention, general path",
+            lambda: libmas.monotonic_attention(logits))
+        _fast.ENABLED = True
+        row("  libmas._torch.align alone (no error word)",
+            lambda: glue.align(v, xl, yl, False, 0, torch._C._cuda_getCurrentRawStream(0), 0))
     # pieces
     row("torch.empty((B,T), int32, cuda)", lambda: torch.empty((B, T), dtype=torch.int32, device=dev))
     row("torch.empty((n,), uint8, cuda)", lambda: torch.empty((4096,), dtype=torch.uint8, device=dev))

@@ -166,22 +166,8 @@ class TorchFrame:
         return self._codes.get(arr.dtype, -1)
 
     def current_stream(self):
-        """(torch Stream, raw cudaStream_t as int) current on this device.
-        torch.cuda.current_stream() builds a new Python object each time,
-        which costs more than the rest of a call; the raw pointer is cheap,
-        so Stream objects are cached by it."""
-        raw_of = getattr(self.torch._C, "_cuda_getCurrentRawStream", None)
-        if raw_of is None:
-            stream = self.torch.cuda.current_stream(self.device)
-            return stream, stream.cuda_stream
-        raw = raw_of(self.device_index)
-        key = (self.device_index, raw)
-        stream = _STREAMS.get(key)
-        if stream is None:
-            if len(_STREAMS) > 64:
-                _STREAMS.clear()
-            stream = _STREAMS[key] = self.torch.cuda.current_stream(self.device)
-        return stream, raw
+        """(torch Stream, raw cudaStream_t as int) current on this device."""
+        return current_stream(self.torch, self.device, self.device_index)
 
     def handle(self, arr):
         # The legacy capsule straight from PyTorch: no stream handshake (we run
@@ -258,6 +244,24 @@ class TorchFrame:
 
 
 _STREAMS = {}  # (device index, raw stream) -> torch.cuda.Stream
+
+
+def current_stream(torch, device, index):
+    """(torch Stream, raw cudaStream_t as int) current on the CUDA device
+    (device and its index). torch.cuda.current_stream() builds a new Python
+    object each time, which costs more than the rest of a call; the raw
+    pointer is cheap, so Stream objects are cached by it."""
+    raw_of = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw_of is None:
+        stream = torch.cuda.current_stream(device)
+        return stream, stream.cuda_stream
+    raw = raw_of(index)
+    stream = _STREAMS.get((index, raw))
+    if stream is None:
+        if len(_STREAMS) > 64:
+            _STREAMS.clear()
+        stream = _STREAMS[(index, raw)] = torch.cuda.current_stream(device)
+    return stream, raw
 
 _TORCH_FROM_NP = {
     np.float32: "float32",

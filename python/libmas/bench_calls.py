@@ -8,7 +8,9 @@ CUDA (--device cuda): wall time per call over a loop of back-to-back calls
 torch.profiler (sum of the CUDA kernel times of the loop's calls / calls;
 copies and memsets are not kernels), overhead = wall - kernels, and the wall
 time of Triton Super-MAS (``super_monotonic_align.maximum_path``, same loop;
-it overwrites its input, so it runs on one scratch copy) when importable.
+it overwrites its input, so it runs on one scratch copy) when importable,
+and for the ops that libmas._torch takes, the wall time of the general
+path (the same call with the glue switched off).
 Targets printed next to the numbers: overhead <= 15 us for every op;
 align().durations at B=32 T=150 S=800 <= 0.05 ms; maximum_path there
 <= 0.07 ms.
@@ -17,7 +19,8 @@ CPU (--device cpu): NumPy input, threads=None: wall per call of the public
 function, wall per call of the C call alone (libmas._C with prebuilt
 arguments, outputs and workspace) and their difference, the Python
 overhead; plus PyTorch CPU tensors through the direct path (what eager
-calls take) and through the registered custom op (what tracers take), and
+calls take: libmas._torch for align and the attentions when it is built)
+and through the registered custom op (what tracers take), and
 a tiny shape (B=1 T=4 S=8) where the overhead is all there is.
 """
 
@@ -27,13 +30,15 @@ import time
 
 import numpy as np
 
-from . import _C, _ops, __version__
+from . import _C, _fast, _ops, __version__
 
 SHAPES = [(16, 60, 300), (32, 128, 512), (32, 150, 800), (32, 512, 2048)]
 TINY = (1, 4, 8)
 OVERHEAD_TARGET_US = 15.0
 WALL_TARGETS_MS = {((32, 150, 800), "align().durations"): 0.05,
                    ((32, 150, 800), "maximum_path"): 0.07}
+# Ops whose eager tensor calls go through libmas._torch (libmas._fast).
+GLUE_OPS = ("align().durations", "monotonic_attention", "monotonic_attention_m2m")
 OPS = ["maximum_path", "align().durations", "forward_sum", "posterior",
        "monotonic_attention", "monotonic_attention_m2m"]
 
@@ -215,6 +220,7 @@ def bench_cuda(args):
     from .bench import _super_mas
 
     smas = _super_mas()
+    glue = _fast.available() is not None
     gen = torch.Generator(device="cuda").manual_seed(args.seed)
     rows = []
     for shape in _shapes(args):
@@ -232,9 +238,16 @@ def bench_cuda(args):
         for op in OPS:
             wall = _wall_seconds(torch, calls[op], args.calls_n)
             kernels = _kernel_seconds(torch, calls[op], args.calls_n)
+            general = None
+            if glue and op in GLUE_OPS:
+                _fast.ENABLED = False
+                try:
+                    general = _wall_seconds(torch, calls[op], args.calls_n) * 1e3
+                finally:
+                    _fast.ENABLED = True
             libmas.check_errors()
             row = {"shape": shape, "op": op, "wall_ms": wall * 1e3, "kernel_ms": kernels * 1e3,
-                   "overhead_us": (wall - kernels) * 1e6,
+                   "overhead_us": (wall - kernels) * 1e6, "general_ms": general,
                    "wall_target_ms": WALL_TARGETS_MS.get((shape, op)),
                    "smas_ms": smas_ms if op in ("maximum_path", "align().durations") else None}
             rows.append(row)
@@ -247,8 +260,9 @@ def bench_cuda(args):
 def cuda_table(rows):
     lines = [
         "| shape | op | wall / call (ms) | kernels / call (ms) | overhead (us) | overhead "
-        f"<= {OVERHEAD_TARGET_US:g} us | wall target (ms) | Super-MAS wall (ms) |",
-        "|---|---|---|---|---|---|---|---|",
+        f"<= {OVERHEAD_TARGET_US:g} us | wall target (ms) | Super-MAS wall (ms) "
+        "| general path wall (ms) |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         ok = "yes" if r["overhead_us"] <= OVERHEAD_TARGET_US else "NO"
@@ -257,9 +271,10 @@ def cuda_table(rows):
             met = "met" if r["wall_ms"] <= r["wall_target_ms"] else "NOT met"
             target = f"<= {r['wall_target_ms']} ({met})"
         smas = f"{r['smas_ms']:.4f}" if r["smas_ms"] is not None else "n/a"
+        general = f"{r['general_ms']:.4f}" if r["general_ms"] is not None else "-"
         lines.append(f"| {_shape_text(r['shape'])} | {r['op']} | {r['wall_ms']:.4f} | "
                      f"{r['kernel_ms']:.4f} | {r['overhead_us']:.1f} | {ok} | {target} | "
-                     f"{smas} |")
+                     f"{smas} | {general} |")
     return "\n".join(lines)
 
 
@@ -276,6 +291,9 @@ def run(args):
     print(f"libmas {__version__} (C {_C.version()}, CUDA backend "
           f"{'yes' if _C.has_cuda() else 'no'}) on {_device_name(args)}, {date}")
     print("command: python -m libmas " + " ".join(sys.argv[1:]))
+    glue = _fast.available()
+    print("PyTorch glue (libmas._torch): " + (f"yes, PyTorch {glue.torch_version}" if glue else
+                                               "no (every call takes the general path)"))
     if args.device == "cpu":
         print("float32 standard normal, full lengths, threads=None; host wall per call, "
               "best of 3 loops; overhead = NumPy wall - C call alone\n")
@@ -283,6 +301,7 @@ def run(args):
         print(f"float32 standard normal, full lengths; {args.calls_n} back-to-back calls per "
               f"loop; overhead = wall - kernels (torch.profiler); targets: overhead <= "
               f"{OVERHEAD_TARGET_US:g} us, align().durations at B=32 T=150 S=800 <= 0.05 ms, "
-              f"maximum_path there <= 0.07 ms\n")
+              f"maximum_path there <= 0.07 ms; general path: the same call without "
+              f"libmas._torch (_fast.ENABLED = False)\n")
     print(table)
     return rows

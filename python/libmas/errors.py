@@ -223,12 +223,25 @@ def begin(torch, device, stream, poll=True):
     graph capture the word is a fresh captured fill, ticket None, no poll."""
     if torch._C._cuda_isCurrentStreamCapturing():
         return torch.full((1,), -1, dtype=torch.int64, device=device), None
+    state, slot = _take(torch, device, stream, poll)
+    return state.handle(slot), (state, slot)
+
+
+def begin_address(torch, device, stream):
+    """begin() for libmas._torch: (the word's device address, ticket), or
+    None under graph capture (those calls take the general path)."""
+    if torch._C._cuda_isCurrentStreamCapturing():
+        return None
+    state, slot = _take(torch, device, stream, True)
+    return state.base + 8 * slot, (state, slot)
+
+
+def _take(torch, device, stream, poll):
     if poll and _states:
         _settle(wait=False, late=True)
     with _lock:
         state = _state(torch, device)
-        slot = state.take_word(stream)
-    return state.handle(slot), (state, slot)
+        return state, state.take_word(stream)
 
 
 def give_back(ticket):

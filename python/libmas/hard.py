@@ -11,7 +11,7 @@ their value errors are reported lazily, see ``libmas.errors``.
 
 import operator
 
-from . import _arrays, _C, _dispatch, _ops, errors
+from . import _arrays, _C, _dispatch, _fast, _ops, errors
 
 
 class AlignResult:
@@ -231,6 +231,12 @@ def align(value, x_lengths, y_lengths, *, layout="bts", threads=None, max_worksp
     budget = _dispatch.budget_arg(max_workspace_bytes, fname)
     if _ops.use_op(value):
         return _ops.align(value, x_lengths, y_lengths, bst, threads, budget)
+    if budget is None:
+        fast = _fast.align(value, x_lengths, y_lengths, bst, threads)
+        if fast is not None:
+            frame, (durations, indices, score), pending = fast
+            return AlignResult(frame, durations, indices, score, value.shape[2 if bst else 1],
+                               bst, value.dtype, pending)
     frame, v = _arrays.frame_for(value, fname)
     durations, indices, score, pending = _align_core(fname, frame, v, x_lengths, y_lengths, bst,
                                                      threads, budget)

@@ -20,7 +20,7 @@ rules of the hard path: the input's device, the current stream, no host
 synchronisation, errors reported lazily (see ``libmas.errors``).
 """
 
-from . import _arrays, _C, _dispatch, _ops
+from . import _arrays, _C, _dispatch, _fast, _ops
 from .hard import _threads_arg
 
 _OP_FORWARD_SUM = 0
@@ -195,6 +195,10 @@ def _attention(fname, kind, logits, n_lengths, m_lengths, threads):
             and torch.is_grad_enabled():
         return _autograd_classes(torch)[1].apply(logits, n_lengths, m_lengths, kind, threads,
                                                  fname)
+    fast = _fast.attention(fname, kind, logits, n_lengths, m_lengths,
+                           _threads_arg(threads, fname))
+    if fast is not None:
+        return fast[1]
     frame, _, _, _, log_phi = _attention_forward_raw(fname, kind, logits, n_lengths, m_lengths,
                                                      threads)
     return frame.restore(log_phi)

@@ -2,6 +2,7 @@
  * handling lives in pytensor.c, one wrapper file per operation; this file
  * only holds the small queries and the method table. */
 #include "module.h"
+#include "api.h"
 
 static PyObject *py_version(PyObject *self, PyObject *unused) {
     (void)self; (void)unused;
@@ -94,6 +95,14 @@ static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "libmas._C",
                                         "libmas C library bindings (private).", -1, methods,
                                         NULL, NULL, NULL, NULL};
 
+static const mas_py_api api_table = {
+    sizeof(mas_py_api),          mas_hard_cpu_workspace_size,
+    mas_hard_cpu,                mas_hard_cuda_workspace_size,
+    mas_hard_cuda,               mas_attention_cpu_workspace_size,
+    mas_attention_forward_cpu,   mas_attention_cuda_workspace_size,
+    mas_attention_forward_cuda,
+};
+
 static int add_int(PyObject *m, const char *name, long value) {
     return PyModule_AddIntConstant(m, name, value);
 }
@@ -112,6 +121,12 @@ PyMODINIT_FUNC PyInit__C(void) {
         add_int(m, "DL_CPU", 1) || add_int(m, "DL_CUDA", 2) ||
         add_int(m, "ERR_BAD_MODEL", MAS_ERR_BAD_MODEL) ||
         add_int(m, "ERR_BAD_LENGTH", MAS_ERR_BAD_LENGTH)) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    PyObject *api = PyCapsule_New((void *)&api_table, MAS_PY_API_CAPSULE, NULL);
+    if (!api || PyModule_AddObject(m, "_api", api)) {
+        Py_XDECREF(api);
         Py_DECREF(m);
         return NULL;
     }

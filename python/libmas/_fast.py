@@ -1,0 +1,107 @@
+"""Eager PyTorch calls of ``align`` and the monotonic attentions through
+libmas._torch, the C++ glue (issue 9: a call's host time at training shapes).
+
+The general path costs a few tens of microseconds of Python a call: output
+allocations through PyTorch's argument parser, a DLPack capsule per array,
+the checks of each argument. The glue allocates with at::empty and calls
+the library with the tensors' pointers. It takes only the common case,
+plain tensors with int64 lengths on the value's device (or no lengths),
+outside graph capture and tracing, and answers None for anything else;
+the caller then runs the general path, which gives the same results and
+words every error. Value errors are the general path's too: raised at once
+on the CPU, recorded in a device error word on CUDA (``libmas.errors``).
+
+The glue is built where PyTorch's headers are found at build time (see
+README); without it, or when PyTorch's version differs from the one it was
+built against, every call takes the general path. ``ENABLED = False`` makes
+every call take it (``python -m libmas bench --calls`` times both).
+"""
+
+import sys
+
+from . import _arrays, errors
+
+ENABLED = True
+
+_glue = None    # libmas._torch; False where it is missing or was built for another PyTorch
+_tensor = None  # torch.Tensor: the glue takes exactly this type
+_frames = {}    # torch.device -> TorchFrame (results' frames)
+
+
+def available():
+    """libmas._torch when it can run (PyTorch imported, same version as at
+    build time), else None."""
+    global _glue, _tensor
+    if _glue is None:
+        torch = sys.modules.get("torch")
+        if torch is None:
+            return None
+        try:
+            from . import _torch as glue
+        except ImportError:
+            glue = False
+        else:
+            if glue.torch_version != torch.__version__:
+                glue = False
+        _tensor = torch.Tensor
+        _glue = glue
+    return _glue or None
+
+
+def _frame(value):
+    device = value.device
+    frame = _frames.get(device)
+    if frame is None:
+        frame = _frames[device] = _arrays.TorchFrame(value)
+    return frame
+
+
+def _run(fname, value, launch):
+    """launch(stream, word) -> (outputs, (status, item)) or None, the glue's
+    call. Returns (frame, outputs, pending) or None for the general path."""
+    if not value.is_cuda:
+        errors.poll()
+        got = launch(0, 0)
+        if got is None:
+            return None
+        errors.raise_status(fname, *got[1])
+        return _frame(value), got[0], None
+    torch = sys.modules["torch"]
+    index = value.get_device()
+    if torch._C._cuda_getDevice() != index:
+        return None
+    frame = _frame(value)
+    stream, raw = _arrays.current_stream(torch, frame.device, index)
+    taken = errors.begin_address(torch, frame.device, stream)
+    if taken is None:
+        return None
+    address, ticket = taken
+    try:
+        got = launch(raw, address)
+    except BaseException:
+        errors.give_back(ticket)
+        raise
+    if got is None:
+        errors.give_back(ticket)
+        return None
+    return frame, got[0], errors.track(fname, ticket, stream, raw)
+
+
+def align(value, x_lengths, y_lengths, bst, threads):
+    """(frame, (durations, indices, score), pending) of libmas.align, or None."""
+    glue = _glue or available()
+    if not glue or not ENABLED or type(value) is not _tensor:
+        return None
+    return _run("libmas.align", value,
+                lambda stream, word: glue.align(value, x_lengths, y_lengths, bst, threads,
+                                                stream, word))
+
+
+def attention(fname, kind, logits, n_lengths, m_lengths, threads):
+    """(frame, log_phi, pending) of a monotonic attention's forward, or None."""
+    glue = _glue or available()
+    if not glue or not ENABLED or type(logits) is not _tensor:
+        return None
+    return _run(fname, logits,
+                lambda stream, word: glue.attention(kind, logits, n_lengths, m_lengths, threads,
+                                                    stream, word))

@@ -1,0 +1,205 @@
+"""Eager tensor calls through libmas._torch (libmas._fast, issue 9): the
+same bits as the general path (itself checked against the references) and
+as the float64 reference, the general path taking every case the glue
+leaves, and the same errors. CPU everywhere, CUDA where a GPU exists.
+
+LIBMAS_EXPECT_GLUE=1 (make test) makes a missing glue a failure instead of
+a skip."""
+
+import os
+
+import numpy as np
+import pytest
+
+import libmas
+from libmas import _fast
+from conftest import random_lengths, random_values
+from reference import hard_mas
+
+torch = pytest.importorskip("torch")
+
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() and libmas.has_cuda() else [])
+needs_cuda = pytest.mark.skipif("cuda" not in DEVICES, reason="needs a CUDA device and backend")
+DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
+
+
+@pytest.fixture(autouse=True)
+def glue():
+    g = _fast.available()
+    if g is None:
+        if os.environ.get("LIBMAS_EXPECT_GLUE") == "1":
+            pytest.fail("libmas._torch is missing or was built for another PyTorch "
+                        f"({torch.__version__} imported)")
+        pytest.skip("libmas._torch is not built here")
+    yield g
+    _fast.ENABLED = True
+
+
+def general(fn):
+    """fn() with the glue switched off."""
+    _fast.ENABLED = False
+    try:
+        return fn()
+    finally:
+        _fast.ENABLED = True
+
+
+def case(rng, device, dtype, shape=(5, 7, 19), bst=False, strided=False):
+    B, T, S = shape
+    x_len, y_len = random_lengths(rng, B, T, S)
+    v = torch.from_numpy(random_values(rng, shape, "loglik", np.float64)).to(dtype)
+    if strided:  # every other frame of a wider tensor, items in reverse
+        wide = torch.zeros((B, T, 2 * S), dtype=dtype)
+        wide[:, :, ::2] = v
+        v = wide[:, :, ::2].flip(0)
+        x_len, y_len = x_len[::-1].copy(), y_len[::-1].copy()
+    if bst:
+        v = v.transpose(1, 2)
+    return (v.to(device), torch.from_numpy(x_len).to(device), torch.from_numpy(y_len).to(device))
+
+
+def same(a, b):
+    assert a.dtype == b.dtype and a.shape == b.shape and a.device == b.device
+    assert torch.equal(a, b) or (a.is_floating_point() and
+                                 torch.equal(torch.nan_to_num(a), torch.nan_to_num(b)))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("bst", [False, True])
+@pytest.mark.parametrize("strided", [False, True])
+def test_align_same_as_general_path(rng, device, dtype, bst, strided):
+    value, x_len, y_len = case(rng, device, dtype, bst=bst, strided=strided)
+    layout = "bst" if bst else "bts"
+    assert _fast.align(value, x_len, y_len, bst, 0) is not None  # the glue took it
+    fast = libmas.align(value, x_len, y_len, layout=layout)
+    slow = general(lambda: libmas.align(value, x_len, y_len, layout=layout))
+    libmas.check_errors()
+    for name in ("durations", "indices", "score"):
+        same(getattr(fast, name), getattr(slow, name))
+    same(fast.path(), slow.path())
+    assert torch.equal(fast.durations.sum(1), y_len.to(torch.int32))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("threads", [None, 1, 3])
+def test_align_against_reference(rng, device, threads):
+    value, x_len, y_len = case(rng, device, torch.float64, shape=(6, 9, 23))
+    got = libmas.align(value, x_len, y_len, threads=threads)
+    want = hard_mas(value.cpu().numpy(), x_len.cpu().numpy(), y_len.cpu().numpy())
+    np.testing.assert_array_equal(got.durations.cpu().numpy(), want.durations)
+    np.testing.assert_array_equal(got.indices.cpu().numpy(), want.indices)
+    np.testing.assert_allclose(got.score.cpu().numpy(), want.score, rtol=1e-12)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kind", ["one", "m2m"])
+@pytest.mark.parametrize("lengths", [False, True])
+def test_attention_same_as_general_path(rng, device, dtype, kind, lengths):
+    fn = libmas.monotonic_attention if kind == "one" else libmas.monotonic_attention_m2m
+    logits, n_len, m_len = case(rng, device, dtype, shape=(4, 11, 13))
+    if not lengths:
+        n_len = m_len = None
+    else:  # any 1 <= n <= N, 1 <= m <= M
+        n_len = torch.randint(1, 12, (4,), generator=torch.Generator().manual_seed(
+            int(rng.integers(1 << 31)))).to(device)
+    code = 0 if kind == "one" else 1
+    fname = "libmas.monotonic_attention"
+    assert _fast.attention(fname, code, logits, n_len, m_len, 0) is not None
+    same(fn(logits, n_len, m_len), general(lambda: fn(logits, n_len, m_len)))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_general_path_takes_the_rest(rng, device):
+    """What the glue leaves gives the general path's result (and the glue
+    says None for it)."""
+    value, x_len, y_len = case(rng, device, torch.float32)
+    want = general(lambda: libmas.align(value, x_len, y_len))
+    others = [
+        (value, x_len.to(torch.int32), y_len),              # int32 lengths
+        (value, x_len.cpu().numpy(), y_len.cpu().tolist()),  # NumPy and a list
+        (torch.nn.Parameter(value), x_len, y_len),           # a subclass
+        (value, x_len[None, :].expand(2, -1)[1], y_len),     # lengths of stride 0 rows: fine
+        (value, torch.stack([x_len, x_len], 1)[:, 0], y_len),  # strided lengths
+    ]
+    if device == "cuda":
+        others.append((value, x_len.cpu(), y_len.cpu()))     # host lengths, CUDA value
+    for v, xl, yl in others:
+        got = libmas.align(v, xl, yl)
+        same(got.durations, want.durations)
+        same(got.indices, want.indices)
+        same(got.score, want.score)
+    assert _fast.align(value, x_len.to(torch.int32), y_len, False, 0) is None
+    assert _fast.align(torch.nn.Parameter(value), x_len, y_len, False, 0) is None
+    assert _fast.align(value, torch.stack([x_len, x_len], 1)[:, 0], y_len, False, 0) is None
+    assert _fast.align(value[:, :, :0], x_len, y_len, False, 0) is None  # empty axis
+    # a workspace budget is the general path's (the glue is never asked)
+    got = libmas.align(value, x_len, y_len, max_workspace_bytes=1 << 30)
+    same(got.durations, want.durations)
+    libmas.check_errors()
+
+
+def test_errors_same_wording(rng):
+    value, x_len, y_len = case(rng, "cpu", torch.float32)
+    x_len[2] = y_len[2] + 1  # x_len > y_len
+    with pytest.raises(ValueError) as fast:
+        libmas.align(value, x_len, y_len)
+    with pytest.raises(ValueError) as slow:
+        general(lambda: libmas.align(value, x_len, y_len))
+    assert str(fast.value) == str(slow.value) and "libmas.align: item 2" in str(fast.value)
+    logits = value.clone()
+    logits[1, 0, 0] = float("nan")
+    with pytest.raises(ValueError) as fast:
+        libmas.monotonic_attention(logits)
+    with pytest.raises(ValueError) as slow:
+        general(lambda: libmas.monotonic_attention(logits))
+    assert str(fast.value) == str(slow.value) and "item 1" in str(fast.value)
+    with pytest.raises(ValueError, match="threads"):
+        libmas.monotonic_attention(logits, threads=0)
+
+
+@needs_cuda
+def test_cuda_errors_are_lazy_and_named(rng):
+    value, x_len, y_len = case(rng, "cuda", torch.float32)
+    libmas.check_errors()
+    x_len[3] = y_len[3] + 1
+    assert _fast.align(value, x_len, y_len, False, 0) is not None
+    with pytest.raises(ValueError, match=r"libmas\.align on cuda:\d+ .*item 3"):
+        libmas.check_errors()
+    libmas.check_errors()  # reported once
+
+
+@needs_cuda
+def test_cuda_graph_capture_takes_general_path(rng):
+    value, x_len, y_len = case(rng, "cuda", torch.float32)
+    want = libmas.align(value, x_len, y_len)
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.stream(stream):
+        libmas.align(value, x_len, y_len)  # warm-up outside the capture
+        with torch.cuda.graph(graph, stream=stream):
+            got = libmas.align(value, x_len, y_len)
+    torch.cuda.current_stream().wait_stream(stream)
+    graph.replay()
+    torch.cuda.synchronize()
+    same(got.durations, want.durations)
+    same(got.indices, want.indices)
+    libmas.check_errors()
+
+
+@needs_cuda
+def test_cuda_other_stream_and_device(rng):
+    value, x_len, y_len = case(rng, "cuda", torch.float32, shape=(8, 40, 160))
+    want = libmas.align(value, x_len, y_len)
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        got = libmas.align(value, x_len, y_len)
+    torch.cuda.current_stream().wait_stream(stream)
+    same(got.durations, want.durations)
+    if torch.cuda.device_count() > 1:
+        with pytest.raises(ValueError, match="x_lengths is on cuda:1"):
+            libmas.align(value, x_len.to("cuda:1"), y_len)
+    libmas.check_errors()
