@@ -1,15 +1,17 @@
-"""Eager PyTorch calls of ``align`` and the monotonic attentions through
-libmas._torch, the C++ glue (issue 9: a call's host time at training shapes).
+"""Eager PyTorch calls of ``align``, ``maximum_path`` and the monotonic
+attentions through libmas._torch, the C++ glue (issue 9: a call's host time
+at training shapes).
 
 The general path costs a few tens of microseconds of Python a call: output
 allocations through PyTorch's argument parser, a DLPack capsule per array,
 the checks of each argument. The glue allocates with at::empty and calls
-the library with the tensors' pointers. It takes only the common case,
-plain tensors with int64 lengths on the value's device (or no lengths),
-outside graph capture and tracing, and answers None for anything else;
-the caller then runs the general path, which gives the same results and
-words every error. Value errors are the general path's too: raised at once
-on the CPU, recorded in a device error word on CUDA (``libmas.errors``).
+the library with the tensors' pointers. It takes only the common case:
+plain tensors, int64 lengths (or a mask) on the value's device or no
+lengths, the output in the value's dtype, outside graph capture and
+tracing. For anything else it answers None and the caller runs the general
+path, which gives the same results and words every error. Value errors are
+the general path's too: raised at once on the CPU, recorded in a device
+error word on CUDA (``libmas.errors``).
 
 The glue is built where PyTorch's headers are found at build time (see
 README); without it, or when PyTorch's version differs from the one it was
@@ -95,6 +97,15 @@ def align(value, x_lengths, y_lengths, bst, threads):
     return _run("libmas.align", value,
                 lambda stream, word: glue.align(value, x_lengths, y_lengths, bst, threads,
                                                 stream, word))
+
+
+def maximum_path(value, mask, bst):
+    """(frame, path, pending) of libmas.maximum_path (the value's dtype), or None."""
+    glue = _glue or available()
+    if not glue or not ENABLED or type(value) is not _tensor:
+        return None
+    return _run("libmas.maximum_path", value,
+                lambda stream, word: glue.maximum_path(value, mask, bst, 0, stream, word))
 
 
 def attention(fname, kind, logits, n_lengths, m_lengths, threads):

@@ -189,6 +189,10 @@ def maximum_path(value, mask, *, layout="bts", dtype=None):
     bst = _arrays.check_layout(layout, fname)
     if _ops.use_op(value):
         return _ops.maximum_path(value, mask, bst, dtype)
+    if dtype is None:
+        fast = _fast.maximum_path(value, mask, bst)
+        if fast is not None:
+            return fast[1]
     frame, v = _arrays.frame_for(value, fname)
     path = _maximum_path_core(fname, frame, v, mask, bst, frame.native_dtype(dtype, v.dtype))
     return frame.restore(path)

@@ -13,7 +13,7 @@ import pytest
 
 import libmas
 from libmas import _fast
-from conftest import random_lengths, random_values
+from conftest import mask_from_lengths, random_lengths, random_values
 from reference import hard_mas
 
 torch = pytest.importorskip("torch")
@@ -94,6 +94,37 @@ def test_align_against_reference(rng, device, threads):
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("bst", [False, True])
+@pytest.mark.parametrize("mask_dtype", [torch.float32, torch.bool, torch.int64, "random"])
+def test_maximum_path_same_as_general_path(rng, device, dtype, bst, mask_dtype):
+    value, x_len, y_len = case(rng, device, dtype, bst=bst)
+    B, T, S = 5, 7, 19
+    if mask_dtype == "random":  # not a prefix mask: the counts of the first row and column
+        mask = torch.from_numpy(rng.integers(0, 2, (B, T, S)).astype(np.float32))
+        mask[:, :, 0] = torch.from_numpy(mask_from_lengths(x_len.cpu(), x_len.cpu(), T, T))[:, :, 0]
+        for b in range(B):  # y_len non-zeros in the first row, frame 0 among them, scattered
+            row = np.zeros(S, np.float32)
+            row[0] = 1
+            row[1 + rng.permutation(S - 1)[:int(y_len[b]) - 1]] = 2.5
+            mask[b, 0, :] = torch.from_numpy(row)
+    else:
+        mask = torch.from_numpy(mask_from_lengths(x_len.cpu(), y_len.cpu(), T, S)).to(mask_dtype)
+    if bst:
+        mask = mask.transpose(1, 2)
+    mask = mask.to(device)
+    layout = "bst" if bst else "bts"
+    assert _fast.maximum_path(value, mask, bst) is not None
+    fast = libmas.maximum_path(value, mask, layout=layout)
+    slow = general(lambda: libmas.maximum_path(value, mask, layout=layout))
+    libmas.check_errors()
+    same(fast, slow)
+    if mask_dtype != "random":
+        want = libmas.align(value, x_len, y_len, layout=layout).path()
+        same(fast, want)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("kind", ["one", "m2m"])
 @pytest.mark.parametrize("lengths", [False, True])
 def test_attention_same_as_general_path(rng, device, dtype, kind, lengths):
@@ -134,6 +165,11 @@ def test_general_path_takes_the_rest(rng, device):
     assert _fast.align(torch.nn.Parameter(value), x_len, y_len, False, 0) is None
     assert _fast.align(value, torch.stack([x_len, x_len], 1)[:, 0], y_len, False, 0) is None
     assert _fast.align(value[:, :, :0], x_len, y_len, False, 0) is None  # empty axis
+    mask = torch.from_numpy(mask_from_lengths(x_len.cpu(), y_len.cpu(), 7, 19)).to(device)
+    assert _fast.maximum_path(value, mask[:, :, :5], False) is None  # another shape
+    assert _fast.maximum_path(value, mask.to(torch.complex64), False) is None
+    same(libmas.maximum_path(value, mask, dtype=torch.bool),
+         want.path(torch.bool))                               # dtype given: the general path
     # a workspace budget is the general path's (the glue is never asked)
     got = libmas.align(value, x_len, y_len, max_workspace_bytes=1 << 30)
     same(got.durations, want.durations)
@@ -157,6 +193,13 @@ def test_errors_same_wording(rng):
     assert str(fast.value) == str(slow.value) and "item 1" in str(fast.value)
     with pytest.raises(ValueError, match="threads"):
         libmas.monotonic_attention(logits, threads=0)
+    mask = torch.ones_like(value)
+    mask[4, :, 0] = 0  # x_len 0
+    with pytest.raises(ValueError) as fast:
+        libmas.maximum_path(value, mask)
+    with pytest.raises(ValueError) as slow:
+        general(lambda: libmas.maximum_path(value, mask))
+    assert str(fast.value) == str(slow.value) and "item 4" in str(fast.value)
 
 
 @needs_cuda

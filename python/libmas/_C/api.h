@@ -38,6 +38,11 @@ typedef struct mas_py_api {
                                          const mas_tensor3 *log_phi, void *workspace,
                                          size_t workspace_size, void *stream,
                                          uint64_t *error_word);
+    size_t (*hard_cuda_mask_workspace_size)(int64_t batch, int64_t tokens, int64_t frames,
+                                            mas_dtype dtype);
+    mas_status (*hard_cuda_mask)(const mas_tensor3 *value, const mas_tensor3 *mask,
+                                 const mas_hard_outputs *out, void *workspace,
+                                 size_t workspace_size, void *stream, uint64_t *error_word);
 } mas_py_api;
 
 #endif

@@ -100,7 +100,8 @@ static const mas_py_api api_table = {
     mas_hard_cpu,                mas_hard_cuda_workspace_size,
     mas_hard_cuda,               mas_attention_cpu_workspace_size,
     mas_attention_forward_cpu,   mas_attention_cuda_workspace_size,
-    mas_attention_forward_cuda,
+    mas_attention_forward_cuda,  mas_hard_cuda_mask_workspace_size,
+    mas_hard_cuda_mask,
 };
 
 static int add_int(PyObject *m, const char *name, long value) {

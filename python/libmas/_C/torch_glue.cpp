@@ -51,6 +51,17 @@ int value_code(const at::Tensor &t) {
     }
 }
 
+// Any dtype the library reads (a mask's), or -1.
+int array_code(const at::Tensor &t) {
+    switch (t.scalar_type()) {
+    case at::kInt: return MAS_INT32;
+    case at::kLong: return MAS_INT64;
+    case at::kByte:
+    case at::kBool: return MAS_UINT8;
+    default: return value_code(t);
+    }
+}
+
 // A [B] int64 lengths tensor on the value's device, contiguous; NULL data
 // when obj is None and none_ok. Returns false when the general path must
 // take the call.
@@ -170,6 +181,62 @@ PyObject *align(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
                          THPVariable_Wrap(score), status_item(st, err));
 }
 
+// maximum_path(value, mask, bst, threads, stream, word) -> (path, (status, item)) or None.
+// The path has the value's dtype and shape. On CUDA the kernels count the
+// lengths in the mask (mas_hard_cuda_mask); on the CPU they are counted here
+// by the same rule (non-zero entries of the first frame's column and of the
+// first token's row), as the general path does.
+PyObject *maximum_path(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "maximum_path expects 6 arguments");
+        return nullptr;
+    }
+    const at::Tensor *value = tensor_of(args[0]);
+    const at::Tensor *mask = tensor_of(args[1]);
+    if (value == nullptr || mask == nullptr || value->dim() != 3 ||
+        mask->sizes() != value->sizes() || mask->device() != value->device())
+        Py_RETURN_NONE;
+    const int code = value_code(*value), mask_code = array_code(*mask);
+    const int bst = PyObject_IsTrue(args[2]);
+    Call c;
+    if (code < 0 || mask_code < 0 || bst < 0 ||
+        !call_args(*value, args[3], args[4], args[5], &c))
+        return none_or_error();
+    const mas_tensor3 v = view_of(*value, code, bst != 0);
+    const int64_t B = v.dim[0], T = v.dim[1], S = v.dim[2];
+    if (B < 1 || T < 1 || S < 1) Py_RETURN_NONE;
+    const mas_dtype dt = static_cast<mas_dtype>(code);
+    size_t bytes = 0;
+    at::Tensor path, work, x_len, y_len;
+    try {
+        if (c.cuda) {
+            bytes = api->hard_cuda_mask_workspace_size(B, T, S, dt);
+        } else {
+            bytes = api->hard_cpu_workspace_size(B, T, S, dt, c.threads);
+            // first frame's column [B, T] and first token's row [B, S]
+            x_len = at::count_nonzero(mask->select(bst ? 1 : 2, 0), at::IntArrayRef{1});
+            y_len = at::count_nonzero(mask->select(bst ? 2 : 1, 0), at::IntArrayRef{1});
+        }
+        path = at::empty(value->sizes(), value->options());
+        work = workspace(bytes, *value);
+    } catch (const std::exception &) {
+        Py_RETURN_NONE;
+    }
+    mas_hard_outputs out{};
+    out.path = view_of(path, code, bst != 0);
+    const mas_tensor3 m = view_of(*mask, mask_code, bst != 0);
+    mas_error err = {0, 0, -1};
+    mas_status st;
+    void *w = work.mutable_data_ptr();
+    Py_BEGIN_ALLOW_THREADS
+    st = c.cuda ? api->hard_cuda_mask(&v, &m, &out, w, bytes, c.stream, c.word)
+                : api->hard_cpu(&v, x_len.const_data_ptr<int64_t>(),
+                                y_len.const_data_ptr<int64_t>(), &out, w, bytes, c.threads, &err);
+    Py_END_ALLOW_THREADS
+    if (c.cuda && st != MAS_OK) Py_RETURN_NONE;
+    return Py_BuildValue("(NN)", THPVariable_Wrap(path), status_item(st, err));
+}
+
 // attention(kind, logits, n_len, m_len, threads, stream, word)
 //   -> (log_phi, (status, item)) or None
 PyObject *attention(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
@@ -223,6 +290,9 @@ PyObject *attention(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
 PyMethodDef methods[] = {
     {"align", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(align)),
      METH_FASTCALL, "align(value, x_len, y_len, bst, threads, stream, word)"},
+    {"maximum_path",
+     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(maximum_path)), METH_FASTCALL,
+     "maximum_path(value, mask, bst, threads, stream, word)"},
     {"attention", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(attention)),
      METH_FASTCALL, "attention(kind, logits, n_len, m_len, threads, stream, word)"},
     {nullptr, nullptr, 0, nullptr}};
