@@ -1,5 +1,6 @@
-"""Eager PyTorch calls of ``align``, ``maximum_path`` and the monotonic
-attentions through libmas._torch, the C++ glue (issue 9: a call's host time
+"""Eager PyTorch calls of ``align``, ``maximum_path``, ``forward_sum``,
+``posterior`` and the monotonic attentions' forward (also inside their
+autograd functions) through libmas._torch, the C++ glue (issue 9: a call's host time
 at training shapes).
 
 The general path costs a few tens of microseconds of Python a call: output
@@ -106,6 +107,17 @@ def maximum_path(value, mask, bst):
         return None
     return _run("libmas.maximum_path", value,
                 lambda stream, word: glue.maximum_path(value, mask, bst, 0, stream, word))
+
+
+def forward_sum(fname, value, x_lengths, y_lengths, bst, threads, want_log_z, want_post):
+    """(frame, (log_z or None, posterior or None), pending) of a forward-sum, or None."""
+    glue = _glue or available()
+    if not glue or not ENABLED or type(value) is not _tensor:
+        return None
+    return _run(fname, value,
+                lambda stream, word: glue.forward_sum(value, x_lengths, y_lengths, bst,
+                                                      want_log_z, want_post, threads, stream,
+                                                      word))
 
 
 def attention(fname, kind, logits, n_lengths, m_lengths, threads):

@@ -60,6 +60,10 @@ def _forward_sum_raw(fname, value, x_lengths, y_lengths, layout, threads, want_l
     """(frame, log_z or None, posterior or None), both as the frame's arrays."""
     bst = _arrays.check_layout(layout, fname)
     threads = _threads_arg(threads, fname)
+    fast = _fast.forward_sum(fname, value, x_lengths, y_lengths, bst, threads, want_log_z,
+                             want_post)
+    if fast is not None:
+        return fast[0], fast[1][0], fast[1][1]
     frame, v = _arrays.frame_for(value, fname)
     log_z, post = _forward_sum_core(fname, frame, _arrays.plain(frame, v), x_lengths, y_lengths,
                                     bst, threads, want_log_z, want_post)
@@ -141,6 +145,10 @@ def _attention_lengths(frame, lengths, batch, what):
 def _attention_forward_raw(fname, kind, logits, n_lengths, m_lengths, threads):
     """(frame, logits as plain array, n, m, log_phi)."""
     threads = _threads_arg(threads, fname)
+    fast = _fast.attention(fname, kind, logits, n_lengths, m_lengths, threads)
+    if fast is not None:  # the glue took the lengths as they are (int64 on the device, or None)
+        frame, log_phi, _ = fast
+        return frame, _arrays.plain(frame, logits), n_lengths, m_lengths, log_phi
     frame, x = _arrays.frame_for(logits, fname)
     x = _arrays.plain(frame, x)
     n, m, log_phi = _attention_forward_core(fname, kind, frame, x, n_lengths, m_lengths, threads)
@@ -195,10 +203,6 @@ def _attention(fname, kind, logits, n_lengths, m_lengths, threads):
             and torch.is_grad_enabled():
         return _autograd_classes(torch)[1].apply(logits, n_lengths, m_lengths, kind, threads,
                                                  fname)
-    fast = _fast.attention(fname, kind, logits, n_lengths, m_lengths,
-                           _threads_arg(threads, fname))
-    if fast is not None:
-        return fast[1]
     frame, _, _, _, log_phi = _attention_forward_raw(fname, kind, logits, n_lengths, m_lengths,
                                                      threads)
     return frame.restore(log_phi)

@@ -142,6 +142,44 @@ def test_attention_same_as_general_path(rng, device, dtype, kind, lengths):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("bst", [False, True])
+def test_forward_sum_same_as_general_path(rng, device, dtype, bst):
+    value, x_len, y_len = case(rng, device, dtype, bst=bst, strided=bool(rng.integers(2)))
+    layout = "bst" if bst else "bts"
+    for want in ((True, False), (False, True), (True, True)):
+        assert _fast.forward_sum("f", value, x_len, y_len, bst, 0, *want) is not None
+    same(libmas.forward_sum(value, x_len, y_len, layout=layout),
+         general(lambda: libmas.forward_sum(value, x_len, y_len, layout=layout)))
+    same(libmas.posterior(value, x_len, y_len, layout=layout),
+         general(lambda: libmas.posterior(value, x_len, y_len, layout=layout)))
+    libmas.check_errors()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_autograd_forwards_through_the_glue(rng, device):
+    """forward_sum and the attentions with a value that requires grad: the
+    autograd functions' forwards take the glue; log_z, log_phi and the
+    gradients are the general path's bits."""
+    value, x_len, y_len = case(rng, device, torch.float64, shape=(3, 6, 14))
+
+    def run():
+        v = value.clone().requires_grad_(True)
+        log_z = libmas.forward_sum(v, x_len, y_len)
+        log_z.sum().backward()
+        x = value.clone().requires_grad_(True)
+        log_phi = libmas.monotonic_attention(x, x_len, y_len)
+        torch.where(torch.isfinite(log_phi), log_phi, 0).sum().backward()
+        return log_z.detach(), v.grad, log_phi.detach(), x.grad
+
+    for a, b in zip(run(), general(run)):
+        same(a, b)
+    v = value.clone().requires_grad_(True)
+    assert torch.autograd.gradcheck(lambda t: libmas.forward_sum(t, x_len, y_len), (v,))
+    libmas.check_errors()
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_general_path_takes_the_rest(rng, device):
     """What the glue leaves gives the general path's result (and the glue
     says None for it)."""

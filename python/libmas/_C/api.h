@@ -43,6 +43,18 @@ typedef struct mas_py_api {
     mas_status (*hard_cuda_mask)(const mas_tensor3 *value, const mas_tensor3 *mask,
                                  const mas_hard_outputs *out, void *workspace,
                                  size_t workspace_size, void *stream, uint64_t *error_word);
+    size_t (*forward_sum_cpu_workspace_size)(int64_t batch, int64_t tokens, int64_t frames,
+                                             mas_dtype dtype, int32_t threads);
+    mas_status (*forward_sum_cpu)(const mas_tensor3 *value, const int64_t *x_len,
+                                  const int64_t *y_len, void *log_z,
+                                  const mas_tensor3 *posterior, void *workspace,
+                                  size_t workspace_size, int32_t threads, mas_error *err);
+    size_t (*forward_sum_cuda_workspace_size)(int64_t batch, int64_t tokens, int64_t frames,
+                                              mas_dtype dtype);
+    mas_status (*forward_sum_cuda)(const mas_tensor3 *value, const int64_t *x_len,
+                                   const int64_t *y_len, void *log_z,
+                                   const mas_tensor3 *posterior, void *workspace,
+                                   size_t workspace_size, void *stream, uint64_t *error_word);
 } mas_py_api;
 
 #endif

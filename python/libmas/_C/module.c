@@ -101,7 +101,9 @@ static const mas_py_api api_table = {
     mas_hard_cuda,               mas_attention_cpu_workspace_size,
     mas_attention_forward_cpu,   mas_attention_cuda_workspace_size,
     mas_attention_forward_cuda,  mas_hard_cuda_mask_workspace_size,
-    mas_hard_cuda_mask,
+    mas_hard_cuda_mask,          mas_forward_sum_cpu_workspace_size,
+    mas_forward_sum_cpu,         mas_forward_sum_cuda_workspace_size,
+    mas_forward_sum_cuda,
 };
 
 static int add_int(PyObject *m, const char *name, long value) {

@@ -1,5 +1,6 @@
-// libmas._torch: eager PyTorch calls of align and monotonic attention
-// without the Python between them and the library (issue 9).
+// libmas._torch: eager PyTorch calls of align, maximum_path, forward_sum
+// (and posterior) and the monotonic attentions' forward without the Python
+// between them and the library (issue 9).
 //
 // A small call's host time was mostly Python: three torch.empty through
 // PyTorch's argument parser, a DLPack capsule per array, the module's
@@ -115,6 +116,11 @@ bool call_args(const at::Tensor &value, PyObject *threads, PyObject *stream, PyO
     if (PyErr_Occurred()) return false;
     c->threads = static_cast<int32_t>(n);
     return true;
+}
+
+PyObject *none() {
+    Py_INCREF(Py_None);
+    return Py_None;
 }
 
 PyObject *none_or_error() {
@@ -237,6 +243,61 @@ PyObject *maximum_path(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
     return Py_BuildValue("(NN)", THPVariable_Wrap(path), status_item(st, err));
 }
 
+// forward_sum(value, x_len, y_len, bst, want_log_z, want_post, threads, stream, word)
+//   -> ((log_z or None, posterior or None), (status, item)) or None.
+// The posterior has the value's shape (its layout), both the accumulator's
+// dtype (float64 for float64 value, else float32).
+PyObject *forward_sum(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 9) {
+        PyErr_SetString(PyExc_TypeError, "forward_sum expects 9 arguments");
+        return nullptr;
+    }
+    const at::Tensor *value = tensor_of(args[0]);
+    if (value == nullptr || value->dim() != 3) Py_RETURN_NONE;
+    const int code = value_code(*value);
+    const int bst = PyObject_IsTrue(args[3]), want_log_z = PyObject_IsTrue(args[4]),
+              want_post = PyObject_IsTrue(args[5]);
+    Call c;
+    if (code < 0 || bst < 0 || want_log_z < 0 || want_post < 0 || (!want_log_z && !want_post) ||
+        !call_args(*value, args[6], args[7], args[8], &c))
+        return none_or_error();
+    const int64_t *x_len, *y_len;
+    if (!lengths_of(args[1], *value, false, &x_len) || !lengths_of(args[2], *value, false, &y_len))
+        Py_RETURN_NONE;
+    const mas_tensor3 v = view_of(*value, code, bst != 0);
+    const int64_t B = v.dim[0], T = v.dim[1], S = v.dim[2];
+    if (B < 1 || T < 1 || S < 1) Py_RETURN_NONE;
+    const mas_dtype dt = static_cast<mas_dtype>(code);
+    const int acc = code == MAS_FLOAT64 ? MAS_FLOAT64 : MAS_FLOAT32;
+    size_t bytes = 0;
+    at::Tensor log_z, post, work;
+    try {
+        bytes = c.cuda ? api->forward_sum_cuda_workspace_size(B, T, S, dt)
+                       : api->forward_sum_cpu_workspace_size(B, T, S, dt, c.threads);
+        const auto o = at::TensorOptions()
+                           .dtype(acc == MAS_FLOAT64 ? at::kDouble : at::kFloat)
+                           .device(value->device());
+        if (want_log_z) log_z = at::empty({B}, o);
+        if (want_post) post = at::empty(value->sizes(), o);
+        work = workspace(bytes, *value);
+    } catch (const std::exception &) {
+        Py_RETURN_NONE;
+    }
+    mas_tensor3 p{};
+    if (want_post) p = view_of(post, acc, bst != 0);
+    void *z = want_log_z ? log_z.mutable_data_ptr() : nullptr;
+    mas_error err = {0, 0, -1};
+    mas_status st;
+    void *w = work.mutable_data_ptr();
+    Py_BEGIN_ALLOW_THREADS
+    st = c.cuda ? api->forward_sum_cuda(&v, x_len, y_len, z, &p, w, bytes, c.stream, c.word)
+                : api->forward_sum_cpu(&v, x_len, y_len, z, &p, w, bytes, c.threads, &err);
+    Py_END_ALLOW_THREADS
+    if (c.cuda && st != MAS_OK) Py_RETURN_NONE;
+    return Py_BuildValue("((NN)N)", want_log_z ? THPVariable_Wrap(log_z) : none(),
+                         want_post ? THPVariable_Wrap(post) : none(), status_item(st, err));
+}
+
 // attention(kind, logits, n_len, m_len, threads, stream, word)
 //   -> (log_phi, (status, item)) or None
 PyObject *attention(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
@@ -293,6 +354,9 @@ PyMethodDef methods[] = {
     {"maximum_path",
      reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(maximum_path)), METH_FASTCALL,
      "maximum_path(value, mask, bst, threads, stream, word)"},
+    {"forward_sum",
+     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(forward_sum)), METH_FASTCALL,
+     "forward_sum(value, x_len, y_len, bst, want_log_z, want_post, threads, stream, word)"},
     {"attention", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(attention)),
      METH_FASTCALL, "attention(kind, logits, n_len, m_len, threads, stream, word)"},
     {nullptr, nullptr, 0, nullptr}};
