@@ -97,25 +97,61 @@ at::Tensor workspace(size_t bytes, const at::Tensor &like) {
                      at::TensorOptions().dtype(at::kByte).device(like.device()));
 }
 
+at::TensorOptions accumulator(int code, const at::Tensor &like) {
+    return at::TensorOptions()
+        .dtype(code == MAS_FLOAT64 ? at::kDouble : at::kFloat)
+        .device(like.device());
+}
+
+// What every function starts from: the value as the library's [B, T, S]
+// view, where it runs, with what.
 struct Call {
+    const at::Tensor *value;
+    int code;          // the value's mas_dtype
+    mas_tensor3 view;  // dims B, T, S, all >= 1
     bool cuda;
-    void *stream;
-    uint64_t *word;
-    int32_t threads;
+    void *stream;      // CUDA: the caller's current stream
+    uint64_t *word;    // CUDA: the error word
+    int32_t threads;   // CPU
 };
 
-// (threads, stream, word) arguments: the stream and error word as integers
-// (addresses), used on CUDA only.
-bool call_args(const at::Tensor &value, PyObject *threads, PyObject *stream, PyObject *word,
-               Call *c) {
-    c->cuda = value.is_cuda();
-    if (!c->cuda && !value.device().is_cpu()) return false;
-    long n = PyLong_AsLong(threads);
+// value, its layout and the (threads, stream, word) arguments (the last two
+// integers: addresses). False when the general path must take the call, or
+// with a Python error set.
+bool call_of(PyObject *value, int bst, PyObject *threads, PyObject *stream, PyObject *word,
+             Call *c) {
+    c->value = tensor_of(value);
+    if (c->value == nullptr || c->value->dim() != 3 || bst < 0) return false;
+    c->code = value_code(*c->value);
+    c->cuda = c->value->is_cuda();
+    if (c->code < 0 || (!c->cuda && !c->value->device().is_cpu())) return false;
+    const long n = PyLong_AsLong(threads);
     c->stream = PyLong_AsVoidPtr(stream);
     c->word = static_cast<uint64_t *>(PyLong_AsVoidPtr(word));
     if (PyErr_Occurred()) return false;
     c->threads = static_cast<int32_t>(n);
-    return true;
+    c->view = view_of(*c->value, c->code, bst != 0);
+    return c->view.dim[0] >= 1 && c->view.dim[1] >= 1 && c->view.dim[2] >= 1;
+}
+
+// Runs alloc (at::empty calls); false when it threw (out of memory and the
+// like: the general path's torch.empty then raises PyTorch's own error).
+template <class Alloc> bool allocated(Alloc &&alloc) {
+    try {
+        alloc();
+        return true;
+    } catch (const std::exception &) {
+        return false;
+    }
+}
+
+// The library call, without the GIL (a CPU call may run for long).
+template <class Run> mas_status without_gil(Run &&run) {
+    mas_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = run();
+    Py_END_ALLOW_THREADS
+    return st;
 }
 
 PyObject *none() {
@@ -128,61 +164,56 @@ PyObject *none_or_error() {
     Py_RETURN_NONE;
 }
 
-// (outputs..., status, item): status and item are those of a CPU call (CUDA
-// errors of values land in the error word).
+// (status, item) of a CPU call (CUDA errors of values land in the error
+// word; a CUDA call with another status enqueued nothing and is answered
+// None, for the general path to word it).
 PyObject *status_item(mas_status st, const mas_error &err) {
     return Py_BuildValue("(iL)", static_cast<int>(st),
                          static_cast<long long>(st == MAS_OK ? -1 : err.item));
 }
 
+bool check_nargs(Py_ssize_t nargs, Py_ssize_t want, const char *name) {
+    if (nargs == want) return true;
+    PyErr_Format(PyExc_TypeError, "%s expects %zd arguments", name, want);
+    return false;
+}
+
 // align(value, x_len, y_len, bst, threads, stream, word)
 //   -> ((durations, indices, score), (status, item)) or None
 PyObject *align(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 7) {
-        PyErr_SetString(PyExc_TypeError, "align expects 7 arguments");
-        return nullptr;
-    }
-    const at::Tensor *value = tensor_of(args[0]);
-    if (value == nullptr || value->dim() != 3) Py_RETURN_NONE;
-    const int code = value_code(*value);
-    const int bst = PyObject_IsTrue(args[3]);
+    if (!check_nargs(nargs, 7, "align")) return nullptr;
     Call c;
-    if (code < 0 || bst < 0 || !call_args(*value, args[4], args[5], args[6], &c))
-        return none_or_error();
     const int64_t *x_len, *y_len;
-    if (!lengths_of(args[1], *value, false, &x_len) || !lengths_of(args[2], *value, false, &y_len))
-        Py_RETURN_NONE;
-    const mas_tensor3 v = view_of(*value, code, bst != 0);
-    const int64_t B = v.dim[0], T = v.dim[1], S = v.dim[2];
-    if (B < 1 || T < 1 || S < 1) Py_RETURN_NONE;
-    const mas_dtype dt = static_cast<mas_dtype>(code);
-    size_t bytes = 0;
+    if (!call_of(args[0], PyObject_IsTrue(args[3]), args[4], args[5], args[6], &c) ||
+        !lengths_of(args[1], *c.value, false, &x_len) ||
+        !lengths_of(args[2], *c.value, false, &y_len))
+        return none_or_error();
+    const int64_t B = c.view.dim[0], T = c.view.dim[1], S = c.view.dim[2];
+    const mas_dtype dt = static_cast<mas_dtype>(c.code);
+    const size_t bytes = c.cuda ? api->hard_cuda_workspace_size(B, T, S, dt)
+                                : api->hard_cpu_workspace_size(B, T, S, dt, c.threads);
     at::Tensor durations, indices, score, work;
-    try {
-        bytes = c.cuda ? api->hard_cuda_workspace_size(B, T, S, dt)
-                       : api->hard_cpu_workspace_size(B, T, S, dt, c.threads);
-        const auto i32 = at::TensorOptions().dtype(at::kInt).device(value->device());
-        durations = at::empty({B, T}, i32);
-        indices = at::empty({B, S}, i32);
-        score = at::empty({B}, i32.dtype(code == MAS_FLOAT64 ? at::kDouble : at::kFloat));
-        work = workspace(bytes, *value);
-    } catch (const std::exception &) {
-        Py_RETURN_NONE; // out of memory and the like: raised by the general path's torch.empty
-    }
+    if (!allocated([&] {
+            const auto i32 = at::TensorOptions().dtype(at::kInt).device(c.value->device());
+            durations = at::empty({B, T}, i32);
+            indices = at::empty({B, S}, i32);
+            score = at::empty({B}, accumulator(c.code, *c.value));
+            work = workspace(bytes, *c.value);
+        }))
+        Py_RETURN_NONE;
     mas_hard_outputs out{};
     out.durations = durations.mutable_data_ptr<int32_t>();
     out.durations_stride = T;
     out.indices = indices.mutable_data_ptr<int32_t>();
     out.indices_stride = S;
     out.score = score.mutable_data_ptr();
-    mas_error err = {0, 0, -1};
-    mas_status st;
     void *w = work.mutable_data_ptr();
-    Py_BEGIN_ALLOW_THREADS
-    st = c.cuda ? api->hard_cuda(&v, x_len, y_len, &out, w, bytes, c.stream, c.word)
-                : api->hard_cpu(&v, x_len, y_len, &out, w, bytes, c.threads, &err);
-    Py_END_ALLOW_THREADS
-    if (c.cuda && st != MAS_OK) Py_RETURN_NONE; // nothing enqueued: the general path words it
+    mas_error err = {0, 0, -1};
+    const mas_status st = without_gil([&] {
+        return c.cuda ? api->hard_cuda(&c.view, x_len, y_len, &out, w, bytes, c.stream, c.word)
+                      : api->hard_cpu(&c.view, x_len, y_len, &out, w, bytes, c.threads, &err);
+    });
+    if (c.cuda && st != MAS_OK) Py_RETURN_NONE;
     return Py_BuildValue("((NNN)N)", THPVariable_Wrap(durations), THPVariable_Wrap(indices),
                          THPVariable_Wrap(score), status_item(st, err));
 }
@@ -193,52 +224,39 @@ PyObject *align(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
 // by the same rule (non-zero entries of the first frame's column and of the
 // first token's row), as the general path does.
 PyObject *maximum_path(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 6) {
-        PyErr_SetString(PyExc_TypeError, "maximum_path expects 6 arguments");
-        return nullptr;
-    }
-    const at::Tensor *value = tensor_of(args[0]);
-    const at::Tensor *mask = tensor_of(args[1]);
-    if (value == nullptr || mask == nullptr || value->dim() != 3 ||
-        mask->sizes() != value->sizes() || mask->device() != value->device())
-        Py_RETURN_NONE;
-    const int code = value_code(*value), mask_code = array_code(*mask);
+    if (!check_nargs(nargs, 6, "maximum_path")) return nullptr;
     const int bst = PyObject_IsTrue(args[2]);
     Call c;
-    if (code < 0 || mask_code < 0 || bst < 0 ||
-        !call_args(*value, args[3], args[4], args[5], &c))
-        return none_or_error();
-    const mas_tensor3 v = view_of(*value, code, bst != 0);
-    const int64_t B = v.dim[0], T = v.dim[1], S = v.dim[2];
-    if (B < 1 || T < 1 || S < 1) Py_RETURN_NONE;
-    const mas_dtype dt = static_cast<mas_dtype>(code);
-    size_t bytes = 0;
-    at::Tensor path, work, x_len, y_len;
-    try {
-        if (c.cuda) {
-            bytes = api->hard_cuda_mask_workspace_size(B, T, S, dt);
-        } else {
-            bytes = api->hard_cpu_workspace_size(B, T, S, dt, c.threads);
-            // first frame's column [B, T] and first token's row [B, S]
-            x_len = at::count_nonzero(mask->select(bst ? 1 : 2, 0), at::IntArrayRef{1});
-            y_len = at::count_nonzero(mask->select(bst ? 2 : 1, 0), at::IntArrayRef{1});
-        }
-        path = at::empty(value->sizes(), value->options());
-        work = workspace(bytes, *value);
-    } catch (const std::exception &) {
+    if (!call_of(args[0], bst, args[3], args[4], args[5], &c)) return none_or_error();
+    const at::Tensor *mask = tensor_of(args[1]);
+    const int mask_code = mask ? array_code(*mask) : -1;
+    if (mask_code < 0 || mask->sizes() != c.value->sizes() || mask->device() != c.value->device())
         Py_RETURN_NONE;
-    }
+    const int64_t B = c.view.dim[0], T = c.view.dim[1], S = c.view.dim[2];
+    const mas_dtype dt = static_cast<mas_dtype>(c.code);
+    const size_t bytes = c.cuda ? api->hard_cuda_mask_workspace_size(B, T, S, dt)
+                                : api->hard_cpu_workspace_size(B, T, S, dt, c.threads);
+    at::Tensor path, work, x_len, y_len;
+    if (!allocated([&] {
+            if (!c.cuda) { // the first frame's column [B, T], the first token's row [B, S]
+                x_len = at::count_nonzero(mask->select(bst ? 1 : 2, 0), at::IntArrayRef{1});
+                y_len = at::count_nonzero(mask->select(bst ? 2 : 1, 0), at::IntArrayRef{1});
+            }
+            path = at::empty(c.value->sizes(), c.value->options());
+            work = workspace(bytes, *c.value);
+        }))
+        Py_RETURN_NONE;
     mas_hard_outputs out{};
-    out.path = view_of(path, code, bst != 0);
+    out.path = view_of(path, c.code, bst != 0);
     const mas_tensor3 m = view_of(*mask, mask_code, bst != 0);
-    mas_error err = {0, 0, -1};
-    mas_status st;
     void *w = work.mutable_data_ptr();
-    Py_BEGIN_ALLOW_THREADS
-    st = c.cuda ? api->hard_cuda_mask(&v, &m, &out, w, bytes, c.stream, c.word)
-                : api->hard_cpu(&v, x_len.const_data_ptr<int64_t>(),
-                                y_len.const_data_ptr<int64_t>(), &out, w, bytes, c.threads, &err);
-    Py_END_ALLOW_THREADS
+    mas_error err = {0, 0, -1};
+    const mas_status st = without_gil([&] {
+        return c.cuda ? api->hard_cuda_mask(&c.view, &m, &out, w, bytes, c.stream, c.word)
+                      : api->hard_cpu(&c.view, x_len.const_data_ptr<int64_t>(),
+                                      y_len.const_data_ptr<int64_t>(), &out, w, bytes,
+                                      c.threads, &err);
+    });
     if (c.cuda && st != MAS_OK) Py_RETURN_NONE;
     return Py_BuildValue("(NN)", THPVariable_Wrap(path), status_item(st, err));
 }
@@ -248,51 +266,38 @@ PyObject *maximum_path(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
 // The posterior has the value's shape (its layout), both the accumulator's
 // dtype (float64 for float64 value, else float32).
 PyObject *forward_sum(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 9) {
-        PyErr_SetString(PyExc_TypeError, "forward_sum expects 9 arguments");
-        return nullptr;
-    }
-    const at::Tensor *value = tensor_of(args[0]);
-    if (value == nullptr || value->dim() != 3) Py_RETURN_NONE;
-    const int code = value_code(*value);
+    if (!check_nargs(nargs, 9, "forward_sum")) return nullptr;
     const int bst = PyObject_IsTrue(args[3]), want_log_z = PyObject_IsTrue(args[4]),
               want_post = PyObject_IsTrue(args[5]);
     Call c;
-    if (code < 0 || bst < 0 || want_log_z < 0 || want_post < 0 || (!want_log_z && !want_post) ||
-        !call_args(*value, args[6], args[7], args[8], &c))
-        return none_or_error();
     const int64_t *x_len, *y_len;
-    if (!lengths_of(args[1], *value, false, &x_len) || !lengths_of(args[2], *value, false, &y_len))
-        Py_RETURN_NONE;
-    const mas_tensor3 v = view_of(*value, code, bst != 0);
-    const int64_t B = v.dim[0], T = v.dim[1], S = v.dim[2];
-    if (B < 1 || T < 1 || S < 1) Py_RETURN_NONE;
-    const mas_dtype dt = static_cast<mas_dtype>(code);
-    const int acc = code == MAS_FLOAT64 ? MAS_FLOAT64 : MAS_FLOAT32;
-    size_t bytes = 0;
+    if (want_log_z < 0 || want_post < 0 || (!want_log_z && !want_post) ||
+        !call_of(args[0], bst, args[6], args[7], args[8], &c) ||
+        !lengths_of(args[1], *c.value, false, &x_len) ||
+        !lengths_of(args[2], *c.value, false, &y_len))
+        return none_or_error();
+    const int64_t B = c.view.dim[0], T = c.view.dim[1], S = c.view.dim[2];
+    const mas_dtype dt = static_cast<mas_dtype>(c.code);
+    const size_t bytes = c.cuda ? api->forward_sum_cuda_workspace_size(B, T, S, dt)
+                                : api->forward_sum_cpu_workspace_size(B, T, S, dt, c.threads);
     at::Tensor log_z, post, work;
-    try {
-        bytes = c.cuda ? api->forward_sum_cuda_workspace_size(B, T, S, dt)
-                       : api->forward_sum_cpu_workspace_size(B, T, S, dt, c.threads);
-        const auto o = at::TensorOptions()
-                           .dtype(acc == MAS_FLOAT64 ? at::kDouble : at::kFloat)
-                           .device(value->device());
-        if (want_log_z) log_z = at::empty({B}, o);
-        if (want_post) post = at::empty(value->sizes(), o);
-        work = workspace(bytes, *value);
-    } catch (const std::exception &) {
+    if (!allocated([&] {
+            if (want_log_z) log_z = at::empty({B}, accumulator(c.code, *c.value));
+            if (want_post) post = at::empty(c.value->sizes(), accumulator(c.code, *c.value));
+            work = workspace(bytes, *c.value);
+        }))
         Py_RETURN_NONE;
-    }
-    mas_tensor3 p{};
-    if (want_post) p = view_of(post, acc, bst != 0);
+    mas_tensor3 p{}; // data NULL: no posterior
+    if (want_post) p = view_of(post, c.code == MAS_FLOAT64 ? MAS_FLOAT64 : MAS_FLOAT32, bst != 0);
     void *z = want_log_z ? log_z.mutable_data_ptr() : nullptr;
-    mas_error err = {0, 0, -1};
-    mas_status st;
     void *w = work.mutable_data_ptr();
-    Py_BEGIN_ALLOW_THREADS
-    st = c.cuda ? api->forward_sum_cuda(&v, x_len, y_len, z, &p, w, bytes, c.stream, c.word)
-                : api->forward_sum_cpu(&v, x_len, y_len, z, &p, w, bytes, c.threads, &err);
-    Py_END_ALLOW_THREADS
+    mas_error err = {0, 0, -1};
+    const mas_status st = without_gil([&] {
+        return c.cuda ? api->forward_sum_cuda(&c.view, x_len, y_len, z, &p, w, bytes, c.stream,
+                                              c.word)
+                      : api->forward_sum_cpu(&c.view, x_len, y_len, z, &p, w, bytes, c.threads,
+                                             &err);
+    });
     if (c.cuda && st != MAS_OK) Py_RETURN_NONE;
     return Py_BuildValue("((NN)N)", want_log_z ? THPVariable_Wrap(log_z) : none(),
                          want_post ? THPVariable_Wrap(post) : none(), status_item(st, err));
@@ -301,49 +306,36 @@ PyObject *forward_sum(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
 // attention(kind, logits, n_len, m_len, threads, stream, word)
 //   -> (log_phi, (status, item)) or None
 PyObject *attention(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 7) {
-        PyErr_SetString(PyExc_TypeError, "attention expects 7 arguments");
-        return nullptr;
-    }
+    if (!check_nargs(nargs, 7, "attention")) return nullptr;
     const long kind = PyLong_AsLong(args[0]);
-    const at::Tensor *logits = tensor_of(args[1]);
-    if (logits == nullptr || logits->dim() != 3) return none_or_error();
-    const int code = value_code(*logits);
     Call c;
-    if (code < 0 || (kind != MAS_ATTENTION_ONE_TO_MANY && kind != MAS_ATTENTION_MANY_TO_MANY) ||
-        !call_args(*logits, args[4], args[5], args[6], &c))
-        return none_or_error();
     const int64_t *n_len, *m_len;
-    if (!lengths_of(args[2], *logits, true, &n_len) || !lengths_of(args[3], *logits, true, &m_len))
-        Py_RETURN_NONE;
-    const mas_tensor3 x = view_of(*logits, code, false);
-    const int64_t B = x.dim[0], N = x.dim[1], M = x.dim[2];
-    if (B < 1 || N < 1 || M < 1) Py_RETURN_NONE;
-    const mas_dtype dt = static_cast<mas_dtype>(code);
+    if ((kind != MAS_ATTENTION_ONE_TO_MANY && kind != MAS_ATTENTION_MANY_TO_MANY) ||
+        !call_of(args[1], 0, args[4], args[5], args[6], &c) ||
+        !lengths_of(args[2], *c.value, true, &n_len) ||
+        !lengths_of(args[3], *c.value, true, &m_len))
+        return none_or_error();
+    const int64_t B = c.view.dim[0], N = c.view.dim[1], M = c.view.dim[2];
+    const mas_dtype dt = static_cast<mas_dtype>(c.code);
     const auto k = static_cast<mas_attention_kind>(kind);
-    size_t bytes = 0;
+    const size_t bytes = c.cuda ? api->attention_cuda_workspace_size(B, N, M, dt)
+                                : api->attention_cpu_workspace_size(B, N, M, dt, c.threads);
     at::Tensor log_phi, work;
-    try {
-        bytes = c.cuda ? api->attention_cuda_workspace_size(B, N, M, dt)
-                       : api->attention_cpu_workspace_size(B, N, M, dt, c.threads);
-        log_phi = at::empty({B, N, M}, at::TensorOptions()
-                                           .dtype(code == MAS_FLOAT64 ? at::kDouble : at::kFloat)
-                                           .device(logits->device()));
-        work = workspace(bytes, *logits);
-    } catch (const std::exception &) {
-        Py_RETURN_NONE; // out of memory and the like: raised by the general path's torch.empty
-    }
-    const mas_tensor3 out = view_of(log_phi, code == MAS_FLOAT64 ? MAS_FLOAT64 : MAS_FLOAT32,
-                                    false);
-    mas_error err = {0, 0, -1};
-    mas_status st;
+    if (!allocated([&] {
+            log_phi = at::empty({B, N, M}, accumulator(c.code, *c.value));
+            work = workspace(bytes, *c.value);
+        }))
+        Py_RETURN_NONE;
+    const mas_tensor3 out =
+        view_of(log_phi, c.code == MAS_FLOAT64 ? MAS_FLOAT64 : MAS_FLOAT32, false);
     void *w = work.mutable_data_ptr();
-    Py_BEGIN_ALLOW_THREADS
-    st = c.cuda ? api->attention_forward_cuda(k, &x, n_len, m_len, &out, w, bytes, c.stream,
-                                              c.word)
-                : api->attention_forward_cpu(k, &x, n_len, m_len, &out, w, bytes, c.threads,
-                                             &err);
-    Py_END_ALLOW_THREADS
+    mas_error err = {0, 0, -1};
+    const mas_status st = without_gil([&] {
+        return c.cuda ? api->attention_forward_cuda(k, &c.view, n_len, m_len, &out, w, bytes,
+                                                    c.stream, c.word)
+                      : api->attention_forward_cpu(k, &c.view, n_len, m_len, &out, w, bytes,
+                                                   c.threads, &err);
+    });
     if (c.cuda && st != MAS_OK) Py_RETURN_NONE;
     return Py_BuildValue("(NN)", THPVariable_Wrap(log_phi), status_item(st, err));
 }
