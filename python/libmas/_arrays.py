@@ -263,6 +263,7 @@ def current_stream(torch, device, index):
         stream = _STREAMS[(index, raw)] = torch.cuda.current_stream(device)
     return stream, raw
 
+
 _TORCH_FROM_NP = {
     np.float32: "float32",
     np.float64: "float64",
