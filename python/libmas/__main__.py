@@ -7,8 +7,12 @@ from . import _C, __version__
 
 
 def _version_text():
+    import importlib.util
+
     cuda = "with CUDA backend" if _C.has_cuda() else "without CUDA backend"
-    return f"libmas {__version__} (C library {_C.version()}, {cuda})"
+    # whether libmas._torch was built (not imported here: that imports PyTorch)
+    glue = "with" if importlib.util.find_spec("libmas._torch") else "without"
+    return f"libmas {__version__} (C library {_C.version()}, {cuda}, {glue} PyTorch glue)"
 
 
 def _parser():

@@ -240,6 +240,23 @@ def test_errors_same_wording(rng):
     assert str(fast.value) == str(slow.value) and "item 4" in str(fast.value)
 
 
+def test_glue_of_another_pytorch_is_not_used(rng, monkeypatch):
+    """A glue built against another PyTorch version is never called: every
+    call takes the general path, with the same results."""
+    value, x_len, y_len = case(rng, "cpu", torch.float32)
+    want = libmas.align(value, x_len, y_len)
+    monkeypatch.setattr(_fast, "_glue", None)
+    monkeypatch.setattr(torch, "__version__", "0.0.0+other")
+    assert _fast.available() is None
+    assert _fast.align(value, x_len, y_len, False, 0) is None
+    got = libmas.align(value, x_len, y_len)
+    same(got.durations, want.durations)
+    same(got.score, want.score)
+    monkeypatch.undo()
+    _fast._glue = None
+    assert _fast.available() is not None
+
+
 @needs_cuda
 def test_cuda_errors_are_lazy_and_named(rng):
     value, x_len, y_len = case(rng, "cuda", torch.float32)
