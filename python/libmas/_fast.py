@@ -1,7 +1,7 @@
 """Eager PyTorch calls of ``align``, ``maximum_path``, ``forward_sum``,
-``posterior`` and the monotonic attentions' forward (also inside their
-autograd functions) through libmas._torch, the C++ glue (issue 9: a call's host time
-at training shapes).
+``posterior`` and the monotonic attentions (also the forwards of the
+autograd functions, and the attentions' backward) through libmas._torch,
+the C++ glue (issue 9: a call's host time at training shapes).
 
 The general path costs a few tens of microseconds of Python a call: output
 allocations through PyTorch's argument parser, a DLPack capsule per array,
@@ -128,3 +128,14 @@ def attention(fname, kind, logits, n_lengths, m_lengths, threads):
     return _run(fname, logits,
                 lambda stream, word: glue.attention(kind, logits, n_lengths, m_lengths, threads,
                                                     stream, word))
+
+
+def attention_backward(fname, kind, x, n, m, log_phi, grad_log_phi, threads):
+    """d loss / d logits of a monotonic attention (the accumulator's dtype), or None."""
+    glue = _glue or available()
+    if not glue or not ENABLED or type(x) is not _tensor:
+        return None
+    got = _run(fname, x,
+               lambda stream, word: glue.attention_backward(kind, x, n, m, log_phi,
+                                                            grad_log_phi, threads, stream, word))
+    return None if got is None else got[1]

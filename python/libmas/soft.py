@@ -181,6 +181,9 @@ def _attention_forward_core(fname, kind, frame, x, n_lengths, m_lengths, threads
 
 def _attention_backward_raw(fname, kind, frame, x, n, m, log_phi, grad_log_phi, threads):
     """d loss / d logits in the accumulator dtype."""
+    fast = _fast.attention_backward(fname, kind, x, n, m, log_phi, grad_log_phi, threads)
+    if fast is not None:
+        return fast
     shape = tuple(x.shape)
     grad = frame.empty(shape, _accum_dtype(frame, x))
     if min(shape) > 0:

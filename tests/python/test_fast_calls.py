@@ -180,6 +180,35 @@ def test_autograd_forwards_through_the_glue(rng, device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kind", ["one", "m2m"])
+def test_attention_backward_same_as_general_path(rng, device, dtype, kind):
+    fn = libmas.monotonic_attention if kind == "one" else libmas.monotonic_attention_m2m
+    logits, n_len, m_len = case(rng, device, dtype, shape=(4, 9, 12))
+    lengths = bool(rng.integers(2))
+    if not lengths:
+        n_len = m_len = None
+    upstream = [torch.ones(()).expand(4, 9, 12),                 # stride 0, as sum() gives
+                torch.from_numpy(rng.standard_normal((4, 12, 9))).transpose(1, 2)]
+
+    def grads(up):
+        x = logits.clone().requires_grad_(True)
+        log_phi = fn(x, n_len, m_len)
+        log_phi.backward(up.to(device=device, dtype=log_phi.dtype))
+        return x.grad
+
+    for up in upstream:
+        same(grads(up), general(lambda: grads(up)))
+    x = logits.detach()
+    log_phi = fn(x, n_len, m_len)
+    g = upstream[1].to(device=device, dtype=log_phi.dtype)
+    code = 0 if kind == "one" else 1
+    assert _fast.attention_backward("f", code, x, n_len, m_len, log_phi, g, 0) is not None
+    assert _fast.attention_backward("f", code, x, n_len, m_len, log_phi[:, :, :5], g, 0) is None
+    libmas.check_errors()
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_general_path_takes_the_rest(rng, device):
     """What the glue leaves gives the general path's result (and the glue
     says None for it)."""

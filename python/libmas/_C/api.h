@@ -55,6 +55,19 @@ typedef struct mas_py_api {
                                    const int64_t *y_len, void *log_z,
                                    const mas_tensor3 *posterior, void *workspace,
                                    size_t workspace_size, void *stream, uint64_t *error_word);
+    mas_status (*attention_backward_cpu)(mas_attention_kind kind, const mas_tensor3 *logits,
+                                         const int64_t *n_len, const int64_t *m_len,
+                                         const mas_tensor3 *log_phi,
+                                         const mas_tensor3 *grad_log_phi,
+                                         const mas_tensor3 *grad_logits, void *workspace,
+                                         size_t workspace_size, int32_t threads, mas_error *err);
+    mas_status (*attention_backward_cuda)(mas_attention_kind kind, const mas_tensor3 *logits,
+                                          const int64_t *n_len, const int64_t *m_len,
+                                          const mas_tensor3 *log_phi,
+                                          const mas_tensor3 *grad_log_phi,
+                                          const mas_tensor3 *grad_logits, void *workspace,
+                                          size_t workspace_size, void *stream,
+                                          uint64_t *error_word);
 } mas_py_api;
 
 #endif

@@ -103,7 +103,8 @@ static const mas_py_api api_table = {
     mas_attention_forward_cuda,  mas_hard_cuda_mask_workspace_size,
     mas_hard_cuda_mask,          mas_forward_sum_cpu_workspace_size,
     mas_forward_sum_cpu,         mas_forward_sum_cuda_workspace_size,
-    mas_forward_sum_cuda,
+    mas_forward_sum_cuda,        mas_attention_backward_cpu,
+    mas_attention_backward_cuda,
 };
 
 static int add_int(PyObject *m, const char *name, long value) {

@@ -1,6 +1,6 @@
 // libmas._torch: eager PyTorch calls of align, maximum_path, forward_sum
-// (and posterior) and the monotonic attentions' forward without the Python
-// between them and the library (issue 9).
+// (and posterior) and the monotonic attentions (forward and backward)
+// without the Python between them and the library (issue 9).
 //
 // A small call's host time was mostly Python: three torch.empty through
 // PyTorch's argument parser, a DLPack capsule per array, the module's
@@ -340,6 +340,51 @@ PyObject *attention(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
     return Py_BuildValue("(NN)", THPVariable_Wrap(log_phi), status_item(st, err));
 }
 
+// attention_backward(kind, logits, n_len, m_len, log_phi, grad_log_phi, threads, stream,
+//   word) -> (grad_logits, (status, item)) or None. log_phi and grad_log_phi:
+// any float dtype, the logits' shape and device; grad_logits in the
+// accumulator's dtype.
+PyObject *attention_backward(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
+    if (!check_nargs(nargs, 9, "attention_backward")) return nullptr;
+    const long kind = PyLong_AsLong(args[0]);
+    Call c;
+    const int64_t *n_len, *m_len;
+    if ((kind != MAS_ATTENTION_ONE_TO_MANY && kind != MAS_ATTENTION_MANY_TO_MANY) ||
+        !call_of(args[1], 0, args[6], args[7], args[8], &c) ||
+        !lengths_of(args[2], *c.value, true, &n_len) ||
+        !lengths_of(args[3], *c.value, true, &m_len))
+        return none_or_error();
+    const at::Tensor *log_phi = tensor_of(args[4]), *grad_in = tensor_of(args[5]);
+    for (const at::Tensor *t : {log_phi, grad_in})
+        if (t == nullptr || value_code(*t) < 0 || t->sizes() != c.value->sizes() ||
+            t->device() != c.value->device())
+            Py_RETURN_NONE;
+    const int64_t B = c.view.dim[0], N = c.view.dim[1], M = c.view.dim[2];
+    const mas_dtype dt = static_cast<mas_dtype>(c.code);
+    const auto k = static_cast<mas_attention_kind>(kind);
+    const size_t bytes = c.cuda ? api->attention_cuda_workspace_size(B, N, M, dt)
+                                : api->attention_cpu_workspace_size(B, N, M, dt, c.threads);
+    at::Tensor grad, work;
+    if (!allocated([&] {
+            grad = at::empty({B, N, M}, accumulator(c.code, *c.value));
+            work = workspace(bytes, *c.value);
+        }))
+        Py_RETURN_NONE;
+    const mas_tensor3 lp = view_of(*log_phi, value_code(*log_phi), false);
+    const mas_tensor3 gi = view_of(*grad_in, value_code(*grad_in), false);
+    const mas_tensor3 out = view_of(grad, c.code == MAS_FLOAT64 ? MAS_FLOAT64 : MAS_FLOAT32, false);
+    void *w = work.mutable_data_ptr();
+    mas_error err = {0, 0, -1};
+    const mas_status st = without_gil([&] {
+        return c.cuda ? api->attention_backward_cuda(k, &c.view, n_len, m_len, &lp, &gi, &out, w,
+                                                     bytes, c.stream, c.word)
+                      : api->attention_backward_cpu(k, &c.view, n_len, m_len, &lp, &gi, &out, w,
+                                                    bytes, c.threads, &err);
+    });
+    if (c.cuda && st != MAS_OK) Py_RETURN_NONE;
+    return Py_BuildValue("(NN)", THPVariable_Wrap(grad), status_item(st, err));
+}
+
 PyMethodDef methods[] = {
     {"align", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(align)),
      METH_FASTCALL, "align(value, x_len, y_len, bst, threads, stream, word)"},
@@ -351,6 +396,11 @@ PyMethodDef methods[] = {
      "forward_sum(value, x_len, y_len, bst, want_log_z, want_post, threads, stream, word)"},
     {"attention", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(attention)),
      METH_FASTCALL, "attention(kind, logits, n_len, m_len, threads, stream, word)"},
+    {"attention_backward",
+     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(attention_backward)),
+     METH_FASTCALL,
+     "attention_backward(kind, logits, n_len, m_len, log_phi, grad_log_phi, threads, stream, "
+     "word)"},
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "libmas._torch",
