@@ -51,6 +51,12 @@ def available():
     return _glue or None
 
 
+def _usable(value):
+    """The glue, if it may take a call on value."""
+    glue = _glue or available()
+    return glue if glue and ENABLED and type(value) is _tensor else None
+
+
 def _frame(value):
     device = value.device
     frame = _frames.get(device)
@@ -92,8 +98,8 @@ def _run(fname, value, launch):
 
 def align(value, x_lengths, y_lengths, bst, threads):
     """(frame, (durations, indices, score), pending) of libmas.align, or None."""
-    glue = _glue or available()
-    if not glue or not ENABLED or type(value) is not _tensor:
+    glue = _usable(value)
+    if glue is None:
         return None
     return _run("libmas.align", value,
                 lambda stream, word: glue.align(value, x_lengths, y_lengths, bst, threads,
@@ -102,8 +108,8 @@ def align(value, x_lengths, y_lengths, bst, threads):
 
 def maximum_path(value, mask, bst):
     """(frame, path, pending) of libmas.maximum_path (the value's dtype), or None."""
-    glue = _glue or available()
-    if not glue or not ENABLED or type(value) is not _tensor:
+    glue = _usable(value)
+    if glue is None:
         return None
     return _run("libmas.maximum_path", value,
                 lambda stream, word: glue.maximum_path(value, mask, bst, 0, stream, word))
@@ -111,8 +117,8 @@ def maximum_path(value, mask, bst):
 
 def forward_sum(fname, value, x_lengths, y_lengths, bst, threads, want_log_z, want_post):
     """(frame, (log_z or None, posterior or None), pending) of a forward-sum, or None."""
-    glue = _glue or available()
-    if not glue or not ENABLED or type(value) is not _tensor:
+    glue = _usable(value)
+    if glue is None:
         return None
     return _run(fname, value,
                 lambda stream, word: glue.forward_sum(value, x_lengths, y_lengths, bst,
@@ -122,8 +128,8 @@ def forward_sum(fname, value, x_lengths, y_lengths, bst, threads, want_log_z, wa
 
 def attention(fname, kind, logits, n_lengths, m_lengths, threads):
     """(frame, log_phi, pending) of a monotonic attention's forward, or None."""
-    glue = _glue or available()
-    if not glue or not ENABLED or type(logits) is not _tensor:
+    glue = _usable(logits)
+    if glue is None:
         return None
     return _run(fname, logits,
                 lambda stream, word: glue.attention(kind, logits, n_lengths, m_lengths, threads,
@@ -132,8 +138,8 @@ def attention(fname, kind, logits, n_lengths, m_lengths, threads):
 
 def attention_backward(fname, kind, x, n, m, log_phi, grad_log_phi, threads):
     """d loss / d logits of a monotonic attention (the accumulator's dtype), or None."""
-    glue = _glue or available()
-    if not glue or not ENABLED or type(x) is not _tensor:
+    glue = _usable(x)
+    if glue is None:
         return None
     got = _run(fname, x,
                lambda stream, word: glue.attention_backward(kind, x, n, m, log_phi,
