@@ -96,15 +96,23 @@ static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "libmas._C",
                                         NULL, NULL, NULL, NULL};
 
 static const mas_py_api api_table = {
-    sizeof(mas_py_api),          mas_hard_cpu_workspace_size,
-    mas_hard_cpu,                mas_hard_cuda_workspace_size,
-    mas_hard_cuda,               mas_attention_cpu_workspace_size,
-    mas_attention_forward_cpu,   mas_attention_cuda_workspace_size,
-    mas_attention_forward_cuda,  mas_hard_cuda_mask_workspace_size,
-    mas_hard_cuda_mask,          mas_forward_sum_cpu_workspace_size,
-    mas_forward_sum_cpu,         mas_forward_sum_cuda_workspace_size,
-    mas_forward_sum_cuda,        mas_attention_backward_cpu,
-    mas_attention_backward_cuda,
+    .size = sizeof(mas_py_api),
+    .hard_cpu_workspace_size = mas_hard_cpu_workspace_size,
+    .hard_cpu = mas_hard_cpu,
+    .hard_cuda_workspace_size = mas_hard_cuda_workspace_size,
+    .hard_cuda = mas_hard_cuda,
+    .attention_cpu_workspace_size = mas_attention_cpu_workspace_size,
+    .attention_forward_cpu = mas_attention_forward_cpu,
+    .attention_cuda_workspace_size = mas_attention_cuda_workspace_size,
+    .attention_forward_cuda = mas_attention_forward_cuda,
+    .hard_cuda_mask_workspace_size = mas_hard_cuda_mask_workspace_size,
+    .hard_cuda_mask = mas_hard_cuda_mask,
+    .forward_sum_cpu_workspace_size = mas_forward_sum_cpu_workspace_size,
+    .forward_sum_cpu = mas_forward_sum_cpu,
+    .forward_sum_cuda_workspace_size = mas_forward_sum_cuda_workspace_size,
+    .forward_sum_cuda = mas_forward_sum_cuda,
+    .attention_backward_cpu = mas_attention_backward_cpu,
+    .attention_backward_cuda = mas_attention_backward_cuda,
 };
 
 static int add_int(PyObject *m, const char *name, long value) {
