@@ -78,7 +78,6 @@ speech-deps: install
 	    echo "    sudo apt-get install -y $(ESPEAK_PKGS)"; exit 1; \
 	  fi; \
 	fi
-	@$(PY) -c "import torch" 2>/dev/null || $(PIP) install -q torch
 
 demo: speech-deps
 	$(PY) examples/speech/run.py $(SPEECH_ARGS)

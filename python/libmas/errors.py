@@ -132,9 +132,13 @@ class _DeviceState:
                 stream.wait_event(self.filled)
         return self.free.pop()
 
+    def address(self, slot):
+        """Device address of the word at slot."""
+        return self.base + 8 * slot
+
     def handle(self, slot):
         """Zero-copy descriptor of the word at slot (libmas._C reads tuples)."""
-        return (self.base + 8 * slot, _C.INT64, (1,), (1,), _C.DL_CUDA,
+        return (self.address(slot), _C.INT64, (1,), (1,), _C.DL_CUDA,
                 self.device.index if self.device.index is not None else 0, self.words)
 
     def note(self, fname, slot, raw_stream, stream):
@@ -233,7 +237,7 @@ def begin_address(torch, device, stream):
     if torch._C._cuda_isCurrentStreamCapturing():
         return None
     state, slot = _take(torch, device, stream, True)
-    return state.base + 8 * slot, (state, slot)
+    return state.address(slot), (state, slot)
 
 
 def _take(torch, device, stream, poll):

@@ -288,7 +288,7 @@ PyObject *forward_sum(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
         }))
         Py_RETURN_NONE;
     mas_tensor3 p{}; // data NULL: no posterior
-    if (want_post) p = view_of(post, c.code == MAS_FLOAT64 ? MAS_FLOAT64 : MAS_FLOAT32, bst != 0);
+    if (want_post) p = view_of(post, value_code(post), bst != 0);
     void *z = want_log_z ? log_z.mutable_data_ptr() : nullptr;
     void *w = work.mutable_data_ptr();
     mas_error err = {0, 0, -1};
@@ -326,8 +326,7 @@ PyObject *attention(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
             work = workspace(bytes, *c.value);
         }))
         Py_RETURN_NONE;
-    const mas_tensor3 out =
-        view_of(log_phi, c.code == MAS_FLOAT64 ? MAS_FLOAT64 : MAS_FLOAT32, false);
+    const mas_tensor3 out = view_of(log_phi, value_code(log_phi), false);
     void *w = work.mutable_data_ptr();
     mas_error err = {0, 0, -1};
     const mas_status st = without_gil([&] {
@@ -372,7 +371,7 @@ PyObject *attention_backward(PyObject *, PyObject *const *args, Py_ssize_t nargs
         Py_RETURN_NONE;
     const mas_tensor3 lp = view_of(*log_phi, value_code(*log_phi), false);
     const mas_tensor3 gi = view_of(*grad_in, value_code(*grad_in), false);
-    const mas_tensor3 out = view_of(grad, c.code == MAS_FLOAT64 ? MAS_FLOAT64 : MAS_FLOAT32, false);
+    const mas_tensor3 out = view_of(grad, value_code(grad), false);
     void *w = work.mutable_data_ptr();
     mas_error err = {0, 0, -1};
     const mas_status st = without_gil([&] {
