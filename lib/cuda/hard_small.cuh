@@ -58,6 +58,8 @@ constexpr int kSmallCols = kSmallRing + 32;
  * 512 tokens and so few frames that it would is left to the multi-kernel
  * path.) */
 constexpr int kSmallMaxWarps = 8;
+/* Tokens a group of the backtrack's walk runs without a branch. */
+constexpr int kSmallWalk = 8;
 /* Copy warps: warps W .. W + C - 1 issue the sweep warps' tile copies, copy
  * warp k those of sweep warps k, k + C, ... With 3 sweep warps one copy
  * warp, alone on the fourth scheduler (warp w issues on scheduler w % 4). */
@@ -180,8 +182,8 @@ __host__ __device__ inline SmallSmem small_smem(int warps, int64_t S, int sw, in
     at += ((size_t)(warps + 1) * small_bnd_stride(S) * acc + 15) / 16 * 16;
     L.bits = at;
     at += (size_t)warps * kSmallRows * sw * 4;
-    L.rb = at;
-    at += (size_t)warps * kSmallRows * 4;
+    L.rb = at + 4 * kSmallWalk; /* the walk's last group stores below token 0 */
+    at = L.rb + (size_t)warps * kSmallRows * 4;
     L.ft = at;
     at += ((size_t)S * 4 + 15) / 16 * 16;
     L.total = at;
@@ -501,6 +503,117 @@ __device__ __forceinline__ void small_chunk(const unsigned char *tile, SmallLane
     s.w0 = s.w1 = 0;
 }
 
+__device__ __forceinline__ uint32_t small_lds(uint32_t addr) {
+    uint32_t v;
+    asm("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(addr));
+    return v;
+}
+
+__device__ __forceinline__ void small_sts(uint32_t addr, int v) {
+    asm volatile("st.shared.u32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
+}
+
+/* Three words of one row: the word of frame 32 * base and the two below. */
+struct SmallWords {
+    uint32_t c0, c1, c2;
+    int lo; /* 32 * base */
+};
+
+/* In the steps past token 1 (small_walk_fast) row and m go below the first
+ * row and word, by at most ~10 rows: the words read are then the boundary
+ * rows' (bnd, before the bits and longer than that), never used as bits. */
+__device__ __forceinline__ void small_words(SmallWords &q, uint32_t row, int m) {
+    const uint32_t at = row + 4u * (uint32_t)m;
+    q.lo = 32 * m;
+    q.c0 = small_lds(at);
+    q.c1 = small_lds(at - 4u);
+    q.c2 = small_lds(at - 8u);
+}
+
+/* One token of the walk without a branch. Token r ends at f; hi and lo are
+ * its row's words holding f and the one below. Stores rb[r] = s, moves to
+ * token r-1 ending at s - 1, takes that row's two words from q (loaded two
+ * tokens ago around the end frame of token r+1) and refills q for row r-2.
+ * A run that starts two words below f's, or an end frame below q's window,
+ * sets bail for the caller to redo the group. Steps past token 1 (r <= 0)
+ * store into rb's pad and read rows below the first, inside shared memory
+ * (the boundary rows come first): their values are never used. */
+__device__ __forceinline__ void small_walk_fast(uint32_t &row, uint32_t row_bytes, int &r, int &f, uint32_t &hi,
+                                                uint32_t &lo, SmallWords &q, uint32_t rb, bool &bail) {
+    const uint32_t x = hi << (~f & 31); /* frame f at bit 31, later frames gone */
+    const int top = 32 * (f >> 5) - 1;  /* the last frame of lo's word */
+    /* s >= r on a path with a finite score (the bit of frame r is set and
+     * f >= r): the max guards only the stored value, off the chain */
+    const int s = x ? f - __clz(x) : top - __clz(lo);
+    bail |= (r > 0) & (((x | lo) == 0u) | (s <= q.lo - 64)); /* no && (a branch) */
+    small_sts(rb + 4u * (uint32_t)r, max(s, r));
+    f = s - 1;
+    row -= row_bytes; /* row r-1 */
+    --r;
+    const bool in0 = s > q.lo, in1 = s > q.lo - 32;
+    hi = in0 ? q.c0 : in1 ? q.c1 : q.c2;
+    lo = in0 ? q.c1 : in1 ? q.c2 : 0u;
+    small_words(q, row - 2u * row_bytes, f >> 5);
+}
+
+/* The backtrack (one thread): the run of token r ending at frame f starts
+ * at the last frame s in [r, f] whose bit says moved (frame F at bit F & 31
+ * of word F / 32 of row r); rb[r] = s, and token r-1 ends at s - 1. The bit
+ * of frame r is set on any path with a finite score (cell (r, r) can only be
+ * reached from (r-1, r-1), its stay input is -inf), so s >= r; the max only
+ * guards the outputs if that ever failed.
+ * Why this shape (H100, notes-gpu.md 2026-11-27 session 7): one thread pays
+ * ~20 cycles a branch and ~30 a shared load on its chain; the plain loop
+ * (load the word of f, mask, count, a branch for runs that start in a lower
+ * word) took ~110 cycles a token. Here groups of kSmallWalk tokens run
+ * without a branch: the words of row r-2 that can hold its end frame are
+ * loaded two tokens ahead, each token looks at two words (a run that starts
+ * in the word below f's is common), and the rare rest (a run longer than a
+ * word, two runs longer than two) redoes the group with the plain loop.
+ * Not inlined and with shared addresses: inlined, other forms made ptxas
+ * schedule the sweep's tile loads late (bench/sass_load_use.py); through
+ * generic pointers the loads would not be LDS. */
+static __device__ __noinline__ void small_walk(uint32_t bits, uint32_t row_bytes, int X, int Y, uint32_t rb) {
+    int r = X - 1, f = Y - 1;
+    uint32_t row = bits + (uint32_t)r * row_bytes;
+    while (r > 0) {
+        const uint32_t at = row + 4u * (uint32_t)(f >> 5);
+        uint32_t hi = small_lds(at), lo = small_lds(at - 4u);
+        SmallWords qa, qb; /* rows r-1 and r-2 */
+        small_words(qa, row - row_bytes, f >> 5);
+        small_words(qb, row - 2u * row_bytes, f >> 5);
+        for (;;) {
+            const int r0 = r, f0 = f;
+            const uint32_t row0 = row;
+            bool bail = false;
+#pragma unroll
+            for (int k = 0; k < kSmallWalk / 2; ++k) {
+                small_walk_fast(row, row_bytes, r, f, hi, lo, qa, rb, bail);
+                small_walk_fast(row, row_bytes, r, f, hi, lo, qb, rb, bail);
+            }
+            if (bail) {
+                r = r0;
+                f = f0;
+                row = row0;
+                break;
+            }
+            if (r <= 0) break;
+        }
+        /* the group that bailed, a token at a time */
+        for (int k = 0; k < kSmallWalk && r > 0; ++k) {
+            int mm = f >> 5;
+            uint32_t u = small_lds(row + 4u * mm) & (0xffffffffu >> (~f & 31));
+            while (!u && mm > (r >> 5)) u = small_lds(row + 4u * --mm);
+            const int s = max(u ? 32 * mm + 31 - __clz(u) : r, r);
+            small_sts(rb + 4u * r, s);
+            f = s - 1;
+            row -= row_bytes;
+            --r;
+        }
+    }
+    small_sts(rb, 0);
+}
+
 template <typename TV, bool FRAME_ROWS, bool CHAIN, bool PHASES = false>
 __global__ void __launch_bounds__(512, 1) hard_small(SmallArgs a) {
     using TA = typename AccOf<TV>::type;
@@ -703,33 +816,8 @@ __global__ void __launch_bounds__(512, 1) hard_small(SmallArgs a) {
         if (st == MAS_OK && s_final == -(double)INFINITY) st = MAS_ERR_NO_FINITE_PATH;
         s_status = st;
         if (st == MAS_OK) {
-            /* A token a step, the word holding its end frame read on the
-             * chain. The run of token r ending at f starts at the last
-             * frame s in [r, f] whose bit says moved: frame F at bit
-             * F & 31 of word F / 32. The bit of frame r is set on
-             * any path with a finite score (cell (r, r) can only be reached
-             * from (r-1, r-1), its stay input is -inf), so the search needs
-             * no mask at word r / 32 and finds s >= r; the max only guards
-             * the outputs if that ever failed. One thread, nothing to hide
-             * latency: the chain per token (7 instructions, the load, a
-             * branch) is the cost. Keep the loop's shape, a token a step:
-             * the grouped and windowed forms tried made ptxas schedule the
-             * sweep's loads late (bench/sass_load_use.py, notes-gpu.md). */
-            int f = Y - 1;
-            const uint32_t *row = bits + (size_t)(X - 1) * sw;
-            for (int r = X - 1; r > 0; --r) {
-                int m = f >> 5;
-                uint32_t w = row[m] & (0xffffffffu >> (~f & 31));
-                if (!w) { /* a run past a word (rare) */
-                    const int mr = r >> 5;
-                    while (!w && m > mr) w = row[--m];
-                    if (!w) w = 1u << (r & 31);
-                }
-                f = max(32 * m + 30 - __clz(w), r - 1); /* s - 1 */
-                rb[r] = f + 1;
-                row -= sw;
-            }
-            rb[0] = 0;
+            small_walk((uint32_t)__cvta_generic_to_shared(bits), 4u * (uint32_t)sw, X, Y,
+                       (uint32_t)__cvta_generic_to_shared(rb));
         }
     }
     __syncthreads();
@@ -737,7 +825,21 @@ __global__ void __launch_bounds__(512, 1) hard_small(SmallArgs a) {
     const bool ok = s_status == MAS_OK;
 
     /* ---- outputs ---- */
-    if (ok) {
+    /* Without the outputs that read frames' tokens (CHAIN's, frame_token,
+     * path), the runs go to indices directly: no pass through ft. */
+    const bool direct = !CHAIN && !a.frame_token && !a.path.data;
+    if (direct) {
+        if (a.indices) {
+            int32_t *o = a.indices + b * a.indices_stride;
+            if (ok) {
+                for (int r = tid; r < X; r += NT) {
+                    const int e = r + 1 < X ? rb[r + 1] : Y;
+                    for (int f = rb[r]; f < e; ++f) o[f] = r;
+                }
+            }
+            for (int f = (ok ? Y : 0) + tid; f < a.S; f += NT) o[f] = -1;
+        }
+    } else if (ok) {
         for (int r = tid; r < X; r += NT) {
             const int e = r + 1 < X ? rb[r + 1] : Y;
             for (int f = rb[r]; f < e; ++f) ft[f] = r;
@@ -759,8 +861,8 @@ __global__ void __launch_bounds__(512, 1) hard_small(SmallArgs a) {
         int32_t *d = a.durations + b * a.durations_stride;
         for (int r = tid; r < a.T; r += NT) d[r] = ok && r < X ? (r + 1 < X ? rb[r + 1] : Y) - rb[r] : 0;
     }
-    __syncthreads(); /* ft complete */
-    if (a.indices) {
+    if (!direct) __syncthreads(); /* ft complete */
+    if (a.indices && !direct) {
         int32_t *o = a.indices + b * a.indices_stride;
         for (int f = tid; f < a.S; f += NT) o[f] = ft[f];
     }
