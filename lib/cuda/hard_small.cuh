@@ -121,10 +121,12 @@ struct SmallArgs {
 /* Phase stamps of the PHASES kernels, per block: kernel start, lengths
  * known, sweep done, backtrack done, outputs done; the round count; each
  * warp's cycles in its chunks' sweeps and before them in each round; the
- * start of every round (up to kPhaseMaxRounds). */
+ * start of every round (up to kPhaseMaxRounds); when warp 0 and the first
+ * copy warp were done in each round. */
 enum { kPhStart, kPhLengths, kPhSweep, kPhBacktrack, kPhEnd, kPhRounds, kPhSweepW = 8,
        kPhLoadW = 24, kPhRound0 = 40 };
-constexpr int kPhaseMaxRounds = 216, kPhaseSlots = kPhRound0 + kPhaseMaxRounds;
+constexpr int kPhaseMaxRounds = 216, kPhSweepDone0 = kPhRound0 + kPhaseMaxRounds,
+              kPhCopyDone0 = kPhSweepDone0 + kPhaseMaxRounds, kPhaseSlots = kPhCopyDone0 + kPhaseMaxRounds;
 
 /* The stamps of one block; every call is empty when ON is false. */
 template <bool ON> struct SmallStamps {
@@ -155,6 +157,11 @@ template <bool ON> struct SmallStamps {
     }
     __device__ __forceinline__ void swept() {
         if constexpr (ON) sweep += clock64() - t0;
+    }
+    /* warp 0 done with round i's chunk; a copy warp done with round i */
+    __device__ __forceinline__ void done(int slot0, int i) {
+        if constexpr (ON)
+            if ((threadIdx.x & 31) == 0 && i < kPhaseMaxRounds) p[slot0 + i] = clock64();
     }
     /* each warp's totals, after the rounds */
     __device__ __forceinline__ void totals(int w, int rounds) {
@@ -760,6 +767,7 @@ __global__ void __launch_bounds__(512, 1) hard_small(SmallArgs a) {
                 small_below<TV, FRAME_ROWS>(smem + L.tiles, lane, 0, 0, X, 2, false);
                 small_below<TV, FRAME_ROWS>(smem + L.tiles, lane, 0, 1, X);
             }
+            if (w == W) stamps.done(kPhCopyDone0, i);
         }
         async_wait<0>();
     } else {
@@ -793,6 +801,7 @@ __global__ void __launch_bounds__(512, 1) hard_small(SmallArgs a) {
                 if (j0 + 1 == X - 1) s_final = (double)s.q1;
             }
             stamps.swept();
+            if (w == 0) stamps.done(kPhSweepDone0, i);
         }
     }
     stamps.totals(w, rounds);

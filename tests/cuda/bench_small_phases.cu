@@ -3,7 +3,9 @@
  * round, each warp's cycles in its chunks' loads and sweeps) at the
  * training shapes, float32 [B, T, S], full lengths. Prints per shape the
  * mean over items of each phase, the sweep's rounds and each warp's busy
- * cycles, next to the kernel's event time with and without the stamps.
+ * cycles, when in each round warp 0 and the first copy warp were done
+ * (which of them the round's barrier waited for), next to the kernel's
+ * event time with and without the stamps.
  * The sample-based reading of ncu's stall reasons misjudged these shares
  * (results/calls-gpu-h100.md, 2026-11-26); this measures them.
  *
@@ -117,6 +119,8 @@ static void shape(int64_t B, int64_t T, int64_t S, double clock_ghz, const Devic
     const int rounds = (int)h[kPhRounds];
     const int kept = rounds < kPhaseMaxRounds ? rounds : kPhaseMaxRounds;
     double *round = (double *)calloc((size_t)kept + 1, sizeof(double));
+    double *sdone = (double *)calloc((size_t)kept + 1, sizeof(double));
+    double *cdone = (double *)calloc((size_t)kept + 1, sizeof(double));
     for (int64_t b = 0; b < B; b++) {
         const unsigned long long *p = h + b * kPhaseSlots;
         lengths += (double)(p[kPhLengths] - p[kPhStart]);
@@ -131,6 +135,8 @@ static void shape(int64_t B, int64_t T, int64_t S, double clock_ghz, const Devic
         for (int i = 0; i < kept; i++) {
             const unsigned long long next = i + 1 < kept ? p[kPhRound0 + i + 1] : p[kPhSweep];
             round[i] += (double)(next - p[kPhRound0 + i]);
+            sdone[i] += (double)(long long)(p[kPhSweepDone0 + i] - p[kPhRound0 + i]);
+            cdone[i] += (double)(long long)(p[kPhCopyDone0 + i] - p[kPhRound0 + i]);
         }
     }
     const double k = 1.0 / (double)B, us = 1e-3 / clock_ghz;
@@ -157,6 +163,11 @@ static void shape(int64_t B, int64_t T, int64_t S, double clock_ghz, const Devic
                busy[w] * k / ((double)(rounds - 2 * (warps - 1)) * 32));
     printf("rounds (cycles):");
     for (int i = 0; i < kept; i++) printf(" %.0f", round[i] * k);
+    printf("\n");
+    printf("warp 0 done at (cycles after the round's start):");
+    for (int i = 0; i < kept; i++) printf(" %.0f", sdone[i] * k);
+    printf("\ncopy warp done at:");
+    for (int i = 0; i < kept; i++) printf(" %.0f", cdone[i] * k);
     printf("\n");
     uint64_t word;
     CUDA_OK(cudaMemcpy(&word, err, 8, cudaMemcpyDeviceToHost));
