@@ -51,12 +51,6 @@ def available():
     return _glue or None
 
 
-def _usable(value):
-    """The glue, if it may take a call on value."""
-    glue = _glue or available()
-    return glue if glue and ENABLED and type(value) is _tensor else None
-
-
 def _frame(value):
     device = value.device
     frame = _frames.get(device)
@@ -66,11 +60,15 @@ def _frame(value):
 
 
 def _run(fname, value, launch):
-    """launch(stream, word) -> (outputs, (status, item)) or None, the glue's
-    call. Returns (frame, outputs, pending) or None for the general path."""
+    """launch(glue, stream, word) -> (outputs, (status, item)) or None, the
+    glue's call. Returns (frame, outputs, pending), or None for the general
+    path (also when the glue may not take a call on value)."""
+    glue = _glue or available()
+    if not glue or not ENABLED or type(value) is not _tensor:
+        return None
     if not value.is_cuda:
         errors.poll()
-        got = launch(0, 0)
+        got = launch(glue, 0, 0)
         if got is None:
             return None
         errors.raise_status(fname, *got[1])
@@ -86,7 +84,7 @@ def _run(fname, value, launch):
         return None
     address, ticket = taken
     try:
-        got = launch(raw, address)
+        got = launch(glue, raw, address)
     except BaseException:
         errors.give_back(ticket)
         raise
@@ -98,50 +96,36 @@ def _run(fname, value, launch):
 
 def align(value, x_lengths, y_lengths, bst, threads):
     """(frame, (durations, indices, score), pending) of libmas.align, or None."""
-    glue = _usable(value)
-    if glue is None:
-        return None
     return _run("libmas.align", value,
-                lambda stream, word: glue.align(value, x_lengths, y_lengths, bst, threads,
-                                                stream, word))
+                lambda glue, stream, word: glue.align(value, x_lengths, y_lengths, bst, threads,
+                                                      stream, word))
 
 
 def maximum_path(value, mask, bst):
     """(frame, path, pending) of libmas.maximum_path (the value's dtype), or None."""
-    glue = _usable(value)
-    if glue is None:
-        return None
     return _run("libmas.maximum_path", value,
-                lambda stream, word: glue.maximum_path(value, mask, bst, 0, stream, word))
+                lambda glue, stream, word: glue.maximum_path(value, mask, bst, 0, stream, word))
 
 
 def forward_sum(fname, value, x_lengths, y_lengths, bst, threads, want_log_z, want_post):
     """(frame, (log_z or None, posterior or None), pending) of a forward-sum, or None."""
-    glue = _usable(value)
-    if glue is None:
-        return None
     return _run(fname, value,
-                lambda stream, word: glue.forward_sum(value, x_lengths, y_lengths, bst,
-                                                      want_log_z, want_post, threads, stream,
-                                                      word))
+                lambda glue, stream, word: glue.forward_sum(value, x_lengths, y_lengths, bst,
+                                                            want_log_z, want_post, threads, stream,
+                                                            word))
 
 
 def attention(fname, kind, logits, n_lengths, m_lengths, threads):
     """(frame, log_phi, pending) of a monotonic attention's forward, or None."""
-    glue = _usable(logits)
-    if glue is None:
-        return None
     return _run(fname, logits,
-                lambda stream, word: glue.attention(kind, logits, n_lengths, m_lengths, threads,
-                                                    stream, word))
+                lambda glue, stream, word: glue.attention(kind, logits, n_lengths, m_lengths,
+                                                          threads, stream, word))
 
 
 def attention_backward(fname, kind, x, n, m, log_phi, grad_log_phi, threads):
     """d loss / d logits of a monotonic attention (the accumulator's dtype), or None."""
-    glue = _usable(x)
-    if glue is None:
-        return None
     got = _run(fname, x,
-               lambda stream, word: glue.attention_backward(kind, x, n, m, log_phi,
-                                                            grad_log_phi, threads, stream, word))
+               lambda glue, stream, word: glue.attention_backward(kind, x, n, m, log_phi,
+                                                                  grad_log_phi, threads, stream,
+                                                                  word))
     return None if got is None else got[1]

@@ -310,7 +310,8 @@ def run(args):
               "best of 3 loops; overhead = NumPy wall - C call alone\n")
     else:
         print(f"float32 standard normal, full lengths; {args.calls_n} back-to-back calls per "
-              f"loop, wall = best of 3 loops in each of {ROUNDS} rounds over the ops; overhead = wall - kernels (torch.profiler); targets: overhead <= "
+              f"loop, wall = best of 3 loops in each of {ROUNDS} rounds over the ops; "
+              f"overhead = wall - kernels (torch.profiler); targets: overhead <= "
               f"{OVERHEAD_TARGET_US:g} us, align().durations at B=32 T=150 S=800 <= 0.05 ms, "
               f"maximum_path there <= 0.07 ms; general path: the same call without "
               f"libmas._torch (_fast.ENABLED = False)\n")

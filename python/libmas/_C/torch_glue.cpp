@@ -303,40 +303,61 @@ PyObject *forward_sum(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
                          want_post ? THPVariable_Wrap(post) : none(), status_item(st, err));
 }
 
+// What both attention calls share: the kind, the logits' call and both
+// lengths (attention_args; false: the general path, none_or_error()), then
+// an output [B, N, M] in the accumulator's dtype and the workspace
+// (attention_outputs; false: the general path).
+struct AttentionCall {
+    Call c;
+    const int64_t *n_len, *m_len;
+    mas_attention_kind kind;
+    size_t bytes;
+    at::Tensor out, work;
+};
+
+bool attention_args(PyObject *const *args, PyObject *threads, PyObject *stream, PyObject *word,
+                    AttentionCall *a) {
+    const long kind = PyLong_AsLong(args[0]);
+    if ((kind != MAS_ATTENTION_ONE_TO_MANY && kind != MAS_ATTENTION_MANY_TO_MANY) ||
+        !call_of(args[1], 0, threads, stream, word, &a->c) ||
+        !lengths_of(args[2], *a->c.value, true, &a->n_len) ||
+        !lengths_of(args[3], *a->c.value, true, &a->m_len))
+        return false;
+    a->kind = static_cast<mas_attention_kind>(kind);
+    return true;
+}
+
+bool attention_outputs(AttentionCall *a) {
+    const Call &c = a->c;
+    const int64_t B = c.view.dim[0], N = c.view.dim[1], M = c.view.dim[2];
+    const mas_dtype dt = static_cast<mas_dtype>(c.code);
+    a->bytes = c.cuda ? api->attention_cuda_workspace_size(B, N, M, dt)
+                      : api->attention_cpu_workspace_size(B, N, M, dt, c.threads);
+    return allocated([&] {
+        a->out = at::empty({B, N, M}, accumulator(c.code, *c.value));
+        a->work = workspace(a->bytes, *c.value);
+    });
+}
+
 // attention(kind, logits, n_len, m_len, threads, stream, word)
 //   -> (log_phi, (status, item)) or None
 PyObject *attention(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
     if (!check_nargs(nargs, 7, "attention")) return nullptr;
-    const long kind = PyLong_AsLong(args[0]);
-    Call c;
-    const int64_t *n_len, *m_len;
-    if ((kind != MAS_ATTENTION_ONE_TO_MANY && kind != MAS_ATTENTION_MANY_TO_MANY) ||
-        !call_of(args[1], 0, args[4], args[5], args[6], &c) ||
-        !lengths_of(args[2], *c.value, true, &n_len) ||
-        !lengths_of(args[3], *c.value, true, &m_len))
+    AttentionCall a;
+    if (!attention_args(args, args[4], args[5], args[6], &a) || !attention_outputs(&a))
         return none_or_error();
-    const int64_t B = c.view.dim[0], N = c.view.dim[1], M = c.view.dim[2];
-    const mas_dtype dt = static_cast<mas_dtype>(c.code);
-    const auto k = static_cast<mas_attention_kind>(kind);
-    const size_t bytes = c.cuda ? api->attention_cuda_workspace_size(B, N, M, dt)
-                                : api->attention_cpu_workspace_size(B, N, M, dt, c.threads);
-    at::Tensor log_phi, work;
-    if (!allocated([&] {
-            log_phi = at::empty({B, N, M}, accumulator(c.code, *c.value));
-            work = workspace(bytes, *c.value);
-        }))
-        Py_RETURN_NONE;
-    const mas_tensor3 out = view_of(log_phi, value_code(log_phi), false);
-    void *w = work.mutable_data_ptr();
+    const Call &c = a.c;
+    const mas_tensor3 out = view_of(a.out, value_code(a.out), false);
+    void *w = a.work.mutable_data_ptr();
     mas_error err = {0, 0, -1};
     const mas_status st = without_gil([&] {
-        return c.cuda ? api->attention_forward_cuda(k, &c.view, n_len, m_len, &out, w, bytes,
-                                                    c.stream, c.word)
-                      : api->attention_forward_cpu(k, &c.view, n_len, m_len, &out, w, bytes,
-                                                   c.threads, &err);
+        return c.cuda ? api->attention_forward_cuda(a.kind, &c.view, a.n_len, a.m_len, &out, w,
+                                                    a.bytes, c.stream, c.word)
+                      : api->attention_forward_cpu(a.kind, &c.view, a.n_len, a.m_len, &out, w,
+                                                   a.bytes, c.threads, &err);
     });
     if (c.cuda && st != MAS_OK) Py_RETURN_NONE;
-    return Py_BuildValue("(NN)", THPVariable_Wrap(log_phi), status_item(st, err));
+    return Py_BuildValue("(NN)", THPVariable_Wrap(a.out), status_item(st, err));
 }
 
 // attention_backward(kind, logits, n_len, m_len, log_phi, grad_log_phi, threads, stream,
@@ -345,43 +366,28 @@ PyObject *attention(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
 // accumulator's dtype.
 PyObject *attention_backward(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
     if (!check_nargs(nargs, 9, "attention_backward")) return nullptr;
-    const long kind = PyLong_AsLong(args[0]);
-    Call c;
-    const int64_t *n_len, *m_len;
-    if ((kind != MAS_ATTENTION_ONE_TO_MANY && kind != MAS_ATTENTION_MANY_TO_MANY) ||
-        !call_of(args[1], 0, args[6], args[7], args[8], &c) ||
-        !lengths_of(args[2], *c.value, true, &n_len) ||
-        !lengths_of(args[3], *c.value, true, &m_len))
-        return none_or_error();
+    AttentionCall a;
+    if (!attention_args(args, args[6], args[7], args[8], &a)) return none_or_error();
+    const Call &c = a.c;
     const at::Tensor *log_phi = tensor_of(args[4]), *grad_in = tensor_of(args[5]);
     for (const at::Tensor *t : {log_phi, grad_in})
         if (t == nullptr || value_code(*t) < 0 || t->sizes() != c.value->sizes() ||
             t->device() != c.value->device())
             Py_RETURN_NONE;
-    const int64_t B = c.view.dim[0], N = c.view.dim[1], M = c.view.dim[2];
-    const mas_dtype dt = static_cast<mas_dtype>(c.code);
-    const auto k = static_cast<mas_attention_kind>(kind);
-    const size_t bytes = c.cuda ? api->attention_cuda_workspace_size(B, N, M, dt)
-                                : api->attention_cpu_workspace_size(B, N, M, dt, c.threads);
-    at::Tensor grad, work;
-    if (!allocated([&] {
-            grad = at::empty({B, N, M}, accumulator(c.code, *c.value));
-            work = workspace(bytes, *c.value);
-        }))
-        Py_RETURN_NONE;
+    if (!attention_outputs(&a)) Py_RETURN_NONE;
     const mas_tensor3 lp = view_of(*log_phi, value_code(*log_phi), false);
     const mas_tensor3 gi = view_of(*grad_in, value_code(*grad_in), false);
-    const mas_tensor3 out = view_of(grad, value_code(grad), false);
-    void *w = work.mutable_data_ptr();
+    const mas_tensor3 out = view_of(a.out, value_code(a.out), false);
+    void *w = a.work.mutable_data_ptr();
     mas_error err = {0, 0, -1};
     const mas_status st = without_gil([&] {
-        return c.cuda ? api->attention_backward_cuda(k, &c.view, n_len, m_len, &lp, &gi, &out, w,
-                                                     bytes, c.stream, c.word)
-                      : api->attention_backward_cpu(k, &c.view, n_len, m_len, &lp, &gi, &out, w,
-                                                    bytes, c.threads, &err);
+        return c.cuda ? api->attention_backward_cuda(a.kind, &c.view, a.n_len, a.m_len, &lp, &gi,
+                                                     &out, w, a.bytes, c.stream, c.word)
+                      : api->attention_backward_cpu(a.kind, &c.view, a.n_len, a.m_len, &lp, &gi,
+                                                    &out, w, a.bytes, c.threads, &err);
     });
     if (c.cuda && st != MAS_OK) Py_RETURN_NONE;
-    return Py_BuildValue("(NN)", THPVariable_Wrap(grad), status_item(st, err));
+    return Py_BuildValue("(NN)", THPVariable_Wrap(a.out), status_item(st, err));
 }
 
 PyMethodDef methods[] = {
