@@ -134,6 +134,15 @@ bool call_of(PyObject *value, int bst, PyObject *threads, PyObject *stream, PyOb
     return c->view.dim[0] >= 1 && c->view.dim[1] >= 1 && c->view.dim[2] >= 1;
 }
 
+// call_of with rest = (threads, stream, word), then both lengths (none_ok:
+// either may be None).
+bool call_with_lengths(PyObject *value, int bst, PyObject *x, PyObject *y, bool none_ok,
+                       PyObject *const *rest, Call *c, const int64_t **x_len,
+                       const int64_t **y_len) {
+    return call_of(value, bst, rest[0], rest[1], rest[2], c) &&
+           lengths_of(x, *c->value, none_ok, x_len) && lengths_of(y, *c->value, none_ok, y_len);
+}
+
 // Runs alloc (at::empty calls); false when it threw (out of memory and the
 // like: the general path's torch.empty then raises PyTorch's own error).
 template <class Alloc> bool allocated(Alloc &&alloc) {
@@ -184,9 +193,8 @@ PyObject *align(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
     if (!check_nargs(nargs, 7, "align")) return nullptr;
     Call c;
     const int64_t *x_len, *y_len;
-    if (!call_of(args[0], PyObject_IsTrue(args[3]), args[4], args[5], args[6], &c) ||
-        !lengths_of(args[1], *c.value, false, &x_len) ||
-        !lengths_of(args[2], *c.value, false, &y_len))
+    if (!call_with_lengths(args[0], PyObject_IsTrue(args[3]), args[1], args[2], false, args + 4,
+                           &c, &x_len, &y_len))
         return none_or_error();
     const int64_t B = c.view.dim[0], T = c.view.dim[1], S = c.view.dim[2];
     const mas_dtype dt = static_cast<mas_dtype>(c.code);
@@ -272,9 +280,7 @@ PyObject *forward_sum(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
     Call c;
     const int64_t *x_len, *y_len;
     if (want_log_z < 0 || want_post < 0 || (!want_log_z && !want_post) ||
-        !call_of(args[0], bst, args[6], args[7], args[8], &c) ||
-        !lengths_of(args[1], *c.value, false, &x_len) ||
-        !lengths_of(args[2], *c.value, false, &y_len))
+        !call_with_lengths(args[0], bst, args[1], args[2], false, args + 6, &c, &x_len, &y_len))
         return none_or_error();
     const int64_t B = c.view.dim[0], T = c.view.dim[1], S = c.view.dim[2];
     const mas_dtype dt = static_cast<mas_dtype>(c.code);
@@ -315,13 +321,10 @@ struct AttentionCall {
     at::Tensor out, work;
 };
 
-bool attention_args(PyObject *const *args, PyObject *threads, PyObject *stream, PyObject *word,
-                    AttentionCall *a) {
+bool attention_args(PyObject *const *args, PyObject *const *rest, AttentionCall *a) {
     const long kind = PyLong_AsLong(args[0]);
     if ((kind != MAS_ATTENTION_ONE_TO_MANY && kind != MAS_ATTENTION_MANY_TO_MANY) ||
-        !call_of(args[1], 0, threads, stream, word, &a->c) ||
-        !lengths_of(args[2], *a->c.value, true, &a->n_len) ||
-        !lengths_of(args[3], *a->c.value, true, &a->m_len))
+        !call_with_lengths(args[1], 0, args[2], args[3], true, rest, &a->c, &a->n_len, &a->m_len))
         return false;
     a->kind = static_cast<mas_attention_kind>(kind);
     return true;
@@ -344,7 +347,7 @@ bool attention_outputs(AttentionCall *a) {
 PyObject *attention(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
     if (!check_nargs(nargs, 7, "attention")) return nullptr;
     AttentionCall a;
-    if (!attention_args(args, args[4], args[5], args[6], &a) || !attention_outputs(&a))
+    if (!attention_args(args, args + 4, &a) || !attention_outputs(&a))
         return none_or_error();
     const Call &c = a.c;
     const mas_tensor3 out = view_of(a.out, value_code(a.out), false);
@@ -367,7 +370,7 @@ PyObject *attention(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
 PyObject *attention_backward(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
     if (!check_nargs(nargs, 9, "attention_backward")) return nullptr;
     AttentionCall a;
-    if (!attention_args(args, args[6], args[7], args[8], &a)) return none_or_error();
+    if (!attention_args(args, args + 6, &a)) return none_or_error();
     const Call &c = a.c;
     const at::Tensor *log_phi = tensor_of(args[4]), *grad_in = tensor_of(args[5]);
     for (const at::Tensor *t : {log_phi, grad_in})
