@@ -382,6 +382,45 @@ __device__ __forceinline__ void small_below(unsigned char *tile, int lane, int b
     }
 }
 
+/* Warp 0's chunk 0 in the fast body: before the first round, its copy
+ * warp sets every cell that chunk reads below the band to -inf: the columns
+ * of frames -32..-1 (slot 3, not loaded before round 1; lane l's first l
+ * steps) and, in slot 0 and its mirror, the cells of frames 0..31 below the
+ * band (token > frame; slot 0's are read by chunk 1 too). A store
+ * instruction writes 32 consecutive elements (a token's frames, or a
+ * frame's tokens): no bank conflict in either layout. Rows of tokens >=
+ * x_len are filled too: nothing reads their scores. */
+template <typename TV, bool FRAME_ROWS>
+__device__ __forceinline__ void small_head_fill(unsigned char *tile, int lane) {
+    const TV ninf = narrow_neg_inf<TV>();
+    TV *t = (TV *)tile;
+    auto at = [&](int r, int col) -> TV & { /* token r, tile column col */
+        return t[FRAME_ROWS ? (size_t)col * kSmallRows + r : (size_t)r * kSmallCols + col];
+    };
+    if constexpr (FRAME_ROWS) {
+#pragma unroll 4
+        for (int k = 0; k < 32; ++k) {
+            at(lane, 96 + k) = ninf;
+            at(32 + lane, 96 + k) = ninf;
+            at(32 + lane, k) = ninf;
+            at(32 + lane, kSmallRing + k) = ninf;
+            if (lane > k) {
+                at(lane, k) = ninf;
+                at(lane, kSmallRing + k) = ninf;
+            }
+        }
+    } else {
+#pragma unroll 4
+        for (int r = 0; r < kSmallRows; ++r) {
+            at(r, 96 + lane) = ninf;
+            if (lane < r) {
+                at(r, lane) = ninf;
+                at(r, kSmallRing + lane) = ninf;
+            }
+        }
+    }
+}
+
 /* The lane's two cells at column col of the tile (col in [0, kSmallCols)). */
 template <typename TV, bool FRAME_ROWS, typename TA>
 __device__ __forceinline__ void small_cells(const unsigned char *tile, int lane, int col, TA &v0, TA &v1) {
@@ -413,24 +452,31 @@ __device__ __forceinline__ void small_cells(const unsigned char *tile, int lane,
  * token below for this step, NaN/+inf guards, the decision bits of the
  * chunk being swept (step j at bit j) and of the chunk before. */
 template <typename TA> struct SmallLane {
-    TA q0, q1, in, g0, g1;
+    TA q0, q1, in, g0, g1, fin;
     uint32_t w0, w1, p0, p1;
 };
 
 /* One chunk: steps t = 32c .. 32c+31, lane l at frame f = 32c + j - l.
  * kFast: the chunk's cells below the band are -inf in the tile
  * (small_below: the warps above the first in their idle rounds, warp 0's
- * copy warp for its chunks 0 and 1), so their scores come out -inf with no
- * predicate. Tokens >= x_len compute on stale tile cells (their scores only
- * reach tokens above them, their guards are ignored), and so do frames >=
- * y_len (above the band: nothing of theirs is read); the guard skips cells
- * above the band. kMasked: warp 0's chunk 0 (cells below the band and
- * frames before 0 forced to -inf whatever the tile holds) and the chunk in
- * which token x_len-1 reaches frame y_len-1 (it leaves the lanes' states as
- * they were at frame y_len-1; stores only for frames in [0, y_len)).
+ * copy warp for its chunk 1; small_head_fill for warp 0's chunk 0), so
+ * their scores come out -inf with no predicate. Tokens >= x_len compute on
+ * stale tile cells (their scores only reach tokens above them, their guards
+ * are ignored), and so do frames >= y_len (above the band: nothing of
+ * theirs is read); the guard skips cells above the band.
+ * kFinal: the fast body for the chunk in which token x_len-1 reaches frame
+ * y_len-1, which also catches that score (s.fin, in the lane that holds
+ * the token) at its step.
+ * kMasked: warp 0's chunk 0 when it is also that chunk (tiny items): cells
+ * below the band and frames before 0 forced to -inf whatever the tile
+ * holds, the lanes' states left as they were at frame y_len-1, stores only
+ * for frames in [0, y_len).
+ * (The masked body cost 3.5-4x a fast chunk: 5.1k and 4.2k cycles for the
+ * first and last rounds at T=60, against ~1.45k for a fast one; results/
+ * calls-gpu-h100.md, session 8.)
  * The tile cells of step j+2 are loaded at step j: a step's chain is
  * compare, select, add, and a load's latency would be most of it. */
-enum { kFast, kMasked };
+enum { kFast, kMasked, kFinal };
 
 template <typename TV, bool FRAME_ROWS, int MODE, bool CHAIN, typename TA>
 __device__ __forceinline__ void small_chunk(const unsigned char *tile, SmallLane<TA> &s, int lane,
@@ -441,6 +487,10 @@ __device__ __forceinline__ void small_chunk(const unsigned char *tile, SmallLane
     const int col = fbase & (kSmallRing - 1); /* + j < kSmallCols */
     const int edge = j0 - fbase + width;      /* token j0 in the band at step j <=> j <= edge */
     TA* const out = bnd_out + fbase;           /* lane 31's frame of step j at out[j] */
+    /* kFinal: the step at which the lane reaches frame Y-1, and whether
+     * its token x_len-1 is the top one */
+    const int jf = Y - 1 - fbase;
+    const bool hi = j0 + 1 == X - 1;
     TA va[3], vb[3];
     small_cells<TV, FRAME_ROWS>(tile, lane, col, va[0], vb[0]);
     small_cells<TV, FRAME_ROWS>(tile, lane, col + 1, va[1], vb[1]);
@@ -489,6 +539,7 @@ __device__ __forceinline__ void small_chunk(const unsigned char *tile, SmallLane
         } else {
             s.g0 = j <= edge ? guard_max(s.g0, v0) : s.g0;
             s.g1 = j <= edge + 1 ? guard_max(s.g1, v1) : s.g1;
+            if constexpr (MODE == kFinal) s.fin = j == jf ? (hi ? n1 : n0) : s.fin;
             s.q0 = n0;
             s.q1 = n1;
             s.w0 |= a0 ? 1u << j : 0u;
@@ -508,6 +559,19 @@ __device__ __forceinline__ void small_chunk(const unsigned char *tile, SmallLane
     s.p0 = s.w0;
     s.p1 = s.w1;
     s.w0 = s.w1 = 0;
+}
+
+/* The kFinal chunk, once a kernel, in a function of its own: inlined in
+ * the rounds' loop, its registers slowed every fast round (~50 cycles a
+ * round at T=60) and the kernel gained less (bench_small_phases). */
+template <typename TV, bool FRAME_ROWS, bool CHAIN, typename TA>
+static __device__ __noinline__ SmallLane<TA>
+small_final(const unsigned char *tile, SmallLane<TA> s, int lane, int c, int j0, int X, int Y,
+            int width, const TA *bnd_in, TA *bnd_out, uint32_t *bits0, uint32_t *bits1,
+            LaneEdges<TA, 2> wt) {
+    small_chunk<TV, FRAME_ROWS, kFinal, CHAIN>(tile, s, lane, c, j0, X, Y, width, bnd_in, bnd_out,
+                                               bits0, bits1, wt);
+    return s;
 }
 
 __device__ __forceinline__ uint32_t small_lds(uint32_t addr) {
@@ -689,10 +753,10 @@ __global__ void __launch_bounds__(512, 1) hard_small(SmallArgs a) {
      * before chunk c0+3's) and of chunks c0 and c0+1 (asked before the
      * rounds, landed by then) to -inf, off the critical path, and then runs
      * the fast body from its first chunk. Warp 0 has no idle round: its
-     * copy warp sets them (chunks 0 and 1) in the first round, while warp 0
-     * sweeps chunk 0 with the masked body (a fill on warp 0's own path cost
-     * more than the masked chunks it saved), then runs the fast body from
-     * chunk 1. */
+     * copy warp sets those of chunk 0 before the first round
+     * (small_head_fill, while warp 0 waits; a fill on warp 0's own path
+     * cost more than the masked chunk it saved) and those of chunk 1 in the
+     * first round, and warp 0 runs the fast body from chunk 0. */
     const int base = w * kSmallRows;
     const int c0 = base / 32;
     const bool active = sweep && w < W && base < X;
@@ -706,10 +770,10 @@ __global__ void __launch_bounds__(512, 1) hard_small(SmallArgs a) {
      * bits and guards beyond it are never read (frames >= y_len lie above
      * the band of every token < x_len; the backtrack reads no bit above its
      * token's end frame; the warp above's cells beyond it only reach
-     * cells beyond it). Only the chunk in which the lane of token x_len-1
-     * reaches frame y_len-1 runs masked, which stops the scores there:
-     * the final score. (Chunks past y_len in the masked body took ~2.4x a
-     * fast round, rounds 3.3k against 1.35k cycles at T=60.) */
+     * cells beyond it), and so does the chunk in which the lane of token
+     * x_len-1 reaches frame y_len-1 (kFinal), catching the final score at
+     * that step. (Chunks past y_len in the masked body took ~2.4x a fast
+     * round, rounds 3.3k against 1.35k cycles at T=60.) */
     const bool last_warp = base <= X - 1 && X - 1 < base + kSmallRows; /* holds token X-1 */
     const int c_final = last_warp ? (Y - 1 + ((X - 1 - base) >> 1)) >> 5 : -1;
     const int64_t stride = small_bnd_stride(a.S);
@@ -719,7 +783,7 @@ __global__ void __launch_bounds__(512, 1) hard_small(SmallArgs a) {
     LaneEdges<TA, 2> wt = {};
     if constexpr (CHAIN) wt = lane_edges<TA, 2>(a.chain.edges, j0);
     SmallLane<TA> s;
-    s.q0 = s.q1 = s.g0 = s.g1 = neg_inf<TA>();
+    s.q0 = s.q1 = s.g0 = s.g1 = s.fin = neg_inf<TA>();
     s.in = (w == 0 && lane == 0) ? (TA)0 : neg_inf<TA>(); /* the virtual start */
     s.w0 = s.w1 = s.p0 = s.p1 = 0;
     /* The copy warps (small_threads) issue each sweep warp's copies on its
@@ -745,13 +809,13 @@ __global__ void __launch_bounds__(512, 1) hard_small(SmallArgs a) {
             if (sweeps(v)) loader_of(v).load(2 * v + 1, X, Y);
         async_commit();
         async_wait<1>(); /* chunk c0 of each, swept in its first round */
-        /* Warp 0 has no idle round to set its cells below the band to
-         * -inf (chunks 0 and 1 hold them all): its copy warp does, in the
-         * first round (both landed by then), so that warp 0 runs the fast
-         * body from chunk 1. Chunk 0 stays masked (its lanes start before
-         * frame 0) and is swept meanwhile: lane 0 from slot 0, the others
-         * from slot 0's mirror copy. So the fill leaves the mirror and lane
-         * 0's tokens alone; the fast chunks read neither. */
+        if (w == W && sweeps(0)) {
+            __syncwarp(); /* every lane's pieces of chunk 0 have landed */
+            small_head_fill<TV, FRAME_ROWS>(smem + L.tiles, lane);
+        }
+        /* Warp 0's cells below the band (see the sweep): chunk 0's above,
+         * chunk 1's in the first round (landed by then), while warp 0
+         * sweeps chunk 0, which reads none of slot 1. */
         const bool head = w == W && sweeps(0);
 #pragma unroll 1
         for (int i = 0; i < rounds; ++i) {
@@ -764,15 +828,33 @@ __global__ void __launch_bounds__(512, 1) hard_small(SmallArgs a) {
             async_wait<1>(); /* what the sweep warps sweep next round */
             if (head && i == 0) {
                 __syncwarp(); /* every lane's pieces have landed */
-                small_below<TV, FRAME_ROWS>(smem + L.tiles, lane, 0, 0, X, 2, false);
                 small_below<TV, FRAME_ROWS>(smem + L.tiles, lane, 0, 1, X);
             }
             if (w == W) stamps.done(kPhCopyDone0, i);
         }
         async_wait<0>();
     } else {
+        /* Round 0, peeled: warp 0's chunk 0 in the fast body, unless it is
+         * the final chunk (then the loop runs it masked). A body of its own
+         * outside the loop: with c = 0 reaching the loop's fast call, ptxas
+         * ran out of registers (spills, the tile loads sunk next to their
+         * use). The condition is block-uniform (a barrier inside). */
+        const bool peel = sweep && !(X <= kSmallRows && (Y - 1 + ((X - 1) >> 1)) >> 5 == 0);
+        int i = 0;
+        if (peel) {
+            __syncthreads();
+            stamps.round(0);
+            if (w == 0 && active) {
+                stamps.loaded();
+                small_chunk<TV, FRAME_ROWS, kFast, CHAIN>(tile, s, lane, 0, j0, X, Y, width, bnd_in,
+                                                          bnd_out, bits0, bits1, wt);
+                stamps.swept();
+                stamps.done(kPhSweepDone0, 0);
+            }
+            i = 1;
+        }
 #pragma unroll 1
-        for (int i = 0; i < rounds; ++i) {
+        for (; i < rounds; ++i) {
             /* the warp below's scores of the last round are written, the
              * copies of chunk c have landed, and every lane is done with
              * the slot chunk c+2 goes to (chunk c-2's) */
@@ -790,15 +872,20 @@ __global__ void __launch_bounds__(512, 1) hard_small(SmallArgs a) {
              * are below the band, -inf as set */
             if (c == c0 && c > 0 && lane == 0) s.in = bnd_in[32 * c - 1];
             stamps.loaded();
-            if (c >= (c0 == 0 ? 1 : c0) && c != c_final)
+            /* c = 0 only when round 0 was not peeled: warp 0's chunk 0 is
+             * the final one */
+            if (c != c_final && c > 0)
                 small_chunk<TV, FRAME_ROWS, kFast, CHAIN>(tile, s, lane, c, j0, X, Y, width, bnd_in,
                                                           bnd_out, bits0, bits1, wt);
+            else if (c > 0)
+                s = small_final<TV, FRAME_ROWS, CHAIN>(tile, s, lane, c, j0, X, Y, width, bnd_in,
+                                                       bnd_out, bits0, bits1, wt);
             else
                 small_chunk<TV, FRAME_ROWS, kMasked, CHAIN>(tile, s, lane, c, j0, X, Y, width,
                                                             bnd_in, bnd_out, bits0, bits1, wt);
-            if (c == c_final) { /* the masked body kept frame Y-1's scores */
-                if (j0 == X - 1) s_final = (double)s.q0;
-                if (j0 + 1 == X - 1) s_final = (double)s.q1;
+            if (c == c_final) { /* frame Y-1's scores: kept by the masked body, caught by kFinal */
+                if (j0 == X - 1) s_final = (double)(c > 0 ? s.fin : s.q0);
+                if (j0 + 1 == X - 1) s_final = (double)(c > 0 ? s.fin : s.q1);
             }
             stamps.swept();
             if (w == 0) stamps.done(kPhSweepDone0, i);
