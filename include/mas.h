@@ -227,6 +227,15 @@ size_t mas_hard_cuda_workspace_size(int64_t batch, int64_t tokens, int64_t frame
  * errors that depend on values (lengths, NaN, no finite path) are recorded in
  * *error_word (see MAS_DEVICE_NO_ERROR), which may be NULL to ignore them.
  * Never synchronises, never allocates: safe inside CUDA graph capture.
+ * workspace: mas_hard_cuda_workspace_size() bytes (or fewer, down to
+ * mas_hard_cuda_min_workspace_size(): the long form). NULL with
+ * workspace_size 0 is taken when the call needs none: each item runs in one
+ * thread block (an item's tiles and decision bits fit the current device's
+ * shared memory: in float32 on an H100, T <= 64 tokens with S <= ~9,400
+ * frames, T <= 128 with S <= ~4,600, T <= 256 with S <= ~1,100) and no dense
+ * path over 128 KB an item is asked; then nothing is read or written there. Otherwise NULL with 0
+ * returns MAS_ERR_WORKSPACE_TOO_SMALL (a caller can try without a workspace
+ * first), and NULL with a non-zero size MAS_ERR_NULL_POINTER.
  * Returns MAS_ERR_NO_CUDA when the library was built without CUDA. */
 mas_status mas_hard_cuda(const mas_tensor3 *value, const int64_t *x_len,
                          const int64_t *y_len, const mas_hard_outputs *out,
@@ -263,8 +272,8 @@ size_t mas_hard_cuda_mask_min_workspace_size(int64_t batch, int64_t tokens, int6
  * float -0.0 counts as zero, NaN as non-zero). mask: device memory, the
  * value's dims, any mas_dtype, any strides. Length errors (a count of 0, or
  * x_len > y_len) are item errors in *error_word as for mas_hard_cuda.
- * Returns as mas_hard_cuda; MAS_ERR_BAD_SHAPE when mask's dims differ from
- * value's. */
+ * Returns as mas_hard_cuda (the workspace too: none when each item runs in
+ * one block); MAS_ERR_BAD_SHAPE when mask's dims differ from value's. */
 mas_status mas_hard_cuda_mask(const mas_tensor3 *value, const mas_tensor3 *mask,
                               const mas_hard_outputs *out, void *workspace,
                               size_t workspace_size, void *stream, uint64_t *error_word);

@@ -166,27 +166,41 @@ mas_status hard_cuda_longform(const mas_tensor3 *value, const int64_t *x_len, co
 }
 
 /* Both entry points: lengths from x_len/y_len, or (mask non-NULL) counted
- * from the mask on the device. */
+ * from the mask on the device. A call whose items run one a block
+ * (hard_small) and that asks no dense path too large for the block reads no
+ * workspace: NULL with size 0 is taken there (an eager call's host time is
+ * mostly its allocations; results/calls-gpu-h100.md, session 8); any other
+ * call needs the workspace (MAS_ERR_WORKSPACE_TOO_SMALL for NULL and 0). A
+ * workspace given is checked as before, whichever kernel runs. */
 mas_status hard_cuda_run(const mas_tensor3 *value, const int64_t *x_len, const int64_t *y_len,
                          const mas_tensor3 *mask, const mas_hard_outputs *out, void *workspace,
                          size_t workspace_size, void *stream, uint64_t *error_word) {
     const int64_t B = value->dim[0], T = value->dim[1], S = value->dim[2];
     const mas_dtype dtype = (mas_dtype)value->dtype;
-    const HardLayout L = hard_layout(B, T, S, dtype);
-    const size_t lengths_at = L.total - 256; /* mask calls: x_len, y_len after the layout */
-    if (workspace_size < L.total + (mask ? align256((size_t)B * 16) : 0))
-        return hard_cuda_longform(value, x_len, y_len, mask, out, workspace, workspace_size,
-                                  stream, error_word);
+    if (!workspace && workspace_size) return MAS_ERR_NULL_POINTER;
     Device dev;
     mas_status st = current_device(&dev);
     if (st != MAS_OK) return st;
-    cudaStream_t s = (cudaStream_t)stream;
-    unsigned char *ws = align_workspace(workspace);
     const int64_t es = (int64_t)mas_dtype_size(dtype);
     const int mode = load_mode(value, es);
-
     int warps = 0;
     const size_t smem = B <= 0x7fffffff ? small_plan(T, S, mode, dtype, dev, &warps) : 0;
+    /* The dense path of a small item from the block itself (no second
+     * launch); of a larger one by hard_path over every multiprocessor
+     * (one block writing hundreds of KB is slower than the launch). */
+    const size_t item_path = out->path.data
+        ? (size_t)T * (size_t)S * mas_dtype_size((mas_dtype)out->path.dtype) : 0;
+    const bool path_here = out->path.data && item_path <= kSmallPathBytes;
+    if (!workspace && !(smem && (!out->path.data || path_here)))
+        return MAS_ERR_WORKSPACE_TOO_SMALL;
+    const HardLayout L = hard_layout(B, T, S, dtype);
+    const size_t lengths_at = L.total - 256; /* mask calls: x_len, y_len after the layout */
+    if (workspace && workspace_size < L.total + (mask ? align256((size_t)B * 16) : 0))
+        return hard_cuda_longform(value, x_len, y_len, mask, out, workspace, workspace_size,
+                                  stream, error_word);
+    cudaStream_t s = (cudaStream_t)stream;
+    unsigned char *ws = workspace ? align_workspace(workspace) : nullptr;
+
     if (smem) {
         SmallArgs sa = {};
         sa.value = (const unsigned char *)value->data;
@@ -206,12 +220,6 @@ mas_status hard_cuda_run(const mas_tensor3 *value, const int64_t *x_len, const i
         sa.indices_stride = out->indices_stride;
         sa.score = out->score;
         sa.score_f64 = dtype == MAS_FLOAT64;
-        /* The dense path of a small item from the block itself (no second
-         * launch); of a larger one by hard_path over every multiprocessor
-         * (one block writing hundreds of KB is slower than the launch). */
-        const size_t item_path = out->path.data
-            ? (size_t)T * (size_t)S * mas_dtype_size((mas_dtype)out->path.dtype) : 0;
-        const bool path_here = out->path.data && item_path <= kSmallPathBytes;
         sa.path.data = nullptr;
         if (path_here) sa.path = make_path_args(&out->path, B, T, S);
         sa.frame_token = sa.run_begin = sa.run_end = nullptr;
@@ -317,8 +325,7 @@ extern "C" mas_status mas_hard_cuda(const mas_tensor3 *value, const int64_t *x_l
                                     const int64_t *y_len, const mas_hard_outputs *out,
                                     void *workspace, size_t workspace_size, void *stream,
                                     uint64_t *error_word) {
-    mas_status st = mas_hard_check_call(value, x_len, y_len, out);
-    if (st == MAS_OK && !workspace) st = MAS_ERR_NULL_POINTER;
+    const mas_status st = mas_hard_check_call(value, x_len, y_len, out);
     if (st != MAS_OK) return st;
     return hard_cuda_run(value, x_len, y_len, nullptr, out, workspace, workspace_size, stream,
                          error_word);
@@ -339,7 +346,6 @@ extern "C" mas_status mas_hard_cuda_mask(const mas_tensor3 *value, const mas_ten
     mas_status st = mas_hard_check_call(value, &dummy, &dummy, out);
     if (st == MAS_OK) st = mas_check_tensor(mask, MAS_ANY_DTYPE);
     if (st == MAS_OK && !mas_same_dims(mask, value)) st = MAS_ERR_BAD_SHAPE;
-    if (st == MAS_OK && !workspace) st = MAS_ERR_NULL_POINTER;
     if (st != MAS_OK) return st;
     return hard_cuda_run(value, nullptr, nullptr, mask, out, workspace, workspace_size, stream,
                          error_word);

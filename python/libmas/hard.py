@@ -25,6 +25,8 @@ class AlignResult:
 
     For CUDA input the arrays are ready in stream order like any PyTorch
     result, but an invalid item is only reported later (see ``check``).
+    PyTorch tensors from an eager call may share one allocation (each is
+    contiguous and its own tensor, as torch.split's pieces are).
     """
 
     __slots__ = ("durations", "indices", "score", "_frame", "_tokens", "_bst",

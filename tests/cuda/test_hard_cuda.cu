@@ -382,6 +382,20 @@ static void argument_errors_case(void) {
     CUDA_OK(cudaMalloc(&w, ws));
     TS_CHECK(mas_hard_cuda(NULL, xl, yl, &out, w, ws, NULL, NULL) == MAS_ERR_NULL_POINTER, "NULL value");
     TS_CHECK(mas_hard_cuda(&value, xl, yl, &out, NULL, ws, NULL, NULL) == MAS_ERR_NULL_POINTER, "NULL workspace");
+    {   /* no workspace: [1, 400, 8] runs in no one block, nor with a 256 KB dense path */
+        float *big;
+        CUDA_OK(cudaMalloc((void **)&big, 4 * 400 * 640));
+        mas_tensor3 tall = {big, MAS_FLOAT32, 0, {1, 400, 8}, {3200, 8, 1}};
+        mas_hard_outputs o2 = out;
+        o2.path = tall;
+        TS_CHECK(mas_hard_cuda(&tall, xl, yl, &o2, NULL, 0, NULL, NULL) == MAS_ERR_WORKSPACE_TOO_SMALL,
+                 "no workspace, T = 400");
+        mas_tensor3 wide = {big, MAS_FLOAT32, 0, {1, 100, 640}, {64000, 640, 1}};
+        o2.path = wide;
+        TS_CHECK(mas_hard_cuda(&wide, xl, yl, &o2, NULL, 0, NULL, NULL) == MAS_ERR_WORKSPACE_TOO_SMALL,
+                 "no workspace, a 256 KB path an item");
+        cudaFree(big);
+    }
     const size_t least = mas_hard_cuda_min_workspace_size(1, 8, 8, MAS_FLOAT32);
     TS_CHECK(least > 0 && least <= ws, "min workspace size %zu (unbounded %zu)", least, ws);
     TS_CHECK(mas_hard_cuda(&value, xl, yl, &out, w, least - 1, NULL, NULL) == MAS_ERR_WORKSPACE_TOO_SMALL, "small workspace");
@@ -577,6 +591,37 @@ static void mask_case(ts_rng *rng, int64_t case_no) {
         TS_CHECK(memcmp(idx_g, idx_c, B * S * 4) == 0, "long form: indices differ");
         TS_CHECK(memcmp(score_g, score_c, B * 4) == 0, "long form: scores differ");
         TS_CHECK(memcmp(path_g, path_c, (size_t)n) == 0, "long form: path differs");
+    }
+    /* No workspace (NULL, 0): taken when each item runs in one block (the
+     * one-block kernel also wants rows of 16 bytes: S % 4 == 0 for bts
+     * float32, T % 4 == 0 for bst) and the dense path, if asked, is at most
+     * 128 KB an item; else MAS_ERR_WORKSPACE_TOO_SMALL. The same outputs
+     * either way. */
+    for (int with_path = 0; with_path < 2; with_path++) {
+        mas_hard_outputs on = og;
+        if (!with_path) on.path.data = NULL;
+        CUDA_OK(cudaMemset(d.durations, 0x5a, (size_t)B * T * 4));
+        CUDA_OK(cudaMemset(d.indices, 0x5a, (size_t)B * S * 4));
+        CUDA_OK(cudaMemset(d.path, 0x5a, (size_t)n));
+        CUDA_OK(cudaMemset(d.error_word, 0xff, 8));
+        gst = mas_hard_cuda_mask(&vdev, &mdev, &on, NULL, 0, NULL, d.error_word);
+        const int must_run = T <= 64 && S <= 1000 && (bst ? T % 4 : S % 4) == 0 &&
+                             (!with_path || T * S <= 128 * 1024);
+        const int may_run = T <= 320 && (!with_path || T * S <= 128 * 1024);
+        TS_CHECK(gst == MAS_OK ? may_run : gst == MAS_ERR_WORKSPACE_TOO_SMALL && !must_run,
+                 "no workspace, path %d: status %d", with_path, (int)gst);
+        TS_CHECK(mas_hard_cuda_mask(&vdev, &mdev, &on, NULL, 1, NULL, d.error_word) ==
+                     MAS_ERR_NULL_POINTER, "NULL workspace of 1 byte");
+        if (gst != MAS_OK) continue;
+        dev_outputs_fetch(&d, path_g, dur_g, idx_g, score_g, &word);
+        mas_decode_device_error(word, &gerr);
+        TS_CHECK(gerr.status == (int32_t)cst && (cst == MAS_OK || gerr.item == cerr.item),
+                 "no workspace: CUDA status %d item %lld, CPU status %d item %lld",
+                 (int)gerr.status, (long long)gerr.item, (int)cst, (long long)cerr.item);
+        TS_CHECK(memcmp(dur_g, dur_c, B * T * 4) == 0, "no workspace: durations differ");
+        TS_CHECK(memcmp(idx_g, idx_c, B * S * 4) == 0, "no workspace: indices differ");
+        TS_CHECK(memcmp(score_g, score_c, B * 4) == 0, "no workspace: scores differ");
+        if (with_path) TS_CHECK(memcmp(path_g, path_c, (size_t)n) == 0, "no workspace: path differs");
     }
     #undef AT
     cudaFree(vd); cudaFree(md); cudaFree(wg);

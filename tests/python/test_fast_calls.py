@@ -82,6 +82,29 @@ def test_align_same_as_general_path(rng, device, dtype, bst, strided):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("shape", [(5, 7, 19), (3, 400, 700)])
+def test_align_outputs_are_tensors_of_their_own(rng, device, dtype, shape):
+    # The glue makes the three outputs in one allocation; on CUDA it calls
+    # without a workspace first (T=400 runs in no one block: then with one).
+    value, x_len, y_len = case(rng, device, dtype, shape=shape)
+    assert _fast.align(value, x_len, y_len, False, 0) is not None
+    got = libmas.align(value, x_len, y_len)
+    want = general(lambda: libmas.align(value, x_len, y_len))
+    libmas.check_errors()
+    B, T, S = shape
+    for name, size, dt in (("durations", (B, T), torch.int32), ("indices", (B, S), torch.int32),
+                           ("score", (B,), torch.float64 if dtype == torch.float64 else torch.float32)):
+        t = getattr(got, name)
+        assert t.shape == size and t.dtype == dt and t.is_contiguous() and not t.requires_grad
+        same(t, getattr(want, name))
+    indices, score = got.indices.clone(), got.score.clone()
+    got.durations.fill_(-7)  # writing one output leaves the others alone
+    assert torch.equal(got.indices, indices) and torch.equal(got.score, score)
+    assert int(got.durations.sum()) == -7 * B * T
+
+
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("threads", [None, 1, 3])
 def test_align_against_reference(rng, device, threads):
     value, x_len, y_len = case(rng, device, torch.float64, shape=(6, 9, 23))
@@ -121,6 +144,21 @@ def test_maximum_path_same_as_general_path(rng, device, dtype, bst, mask_dtype):
     if mask_dtype != "random":
         want = libmas.align(value, x_len, y_len, layout=layout).path()
         same(fast, want)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("shape", [(2, 400, 700), (2, 100, 1400)])
+def test_maximum_path_larger_shapes(rng, device, shape):
+    # On CUDA neither runs without a workspace (T=400: not one block; T=100
+    # S=1400: a float32 path over 128 KB an item): the glue's second try.
+    value, x_len, y_len = case(rng, device, torch.float32, shape=shape)
+    mask = torch.from_numpy(mask_from_lengths(x_len.cpu(), y_len.cpu(), shape[1], shape[2]))
+    mask = mask.to(device)
+    assert _fast.maximum_path(value, mask, False) is not None
+    fast = libmas.maximum_path(value, mask)
+    same(fast, general(lambda: libmas.maximum_path(value, mask)))
+    same(fast, libmas.align(value, x_len, y_len).path())
+    libmas.check_errors()
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -7,7 +7,10 @@
 // parsing of each. Here the outputs and the workspace come from at::empty
 // (PyTorch's caching allocator, as before, so CUDA graph capture and stream
 // ordering are unchanged) and the library is called with the tensors'
-// pointers and strides.
+// pointers and strides. align's three outputs share one allocation, and
+// the hard CUDA calls try without a workspace first (the one-block kernel
+// reads none): at training shapes a call's host time was mostly its
+// allocations (results/calls-gpu-h100.md, session 8).
 //
 // Each function handles the common case only and returns None for anything
 // else (a subclass, another dtype or device for the lengths, a shape the
@@ -92,9 +95,28 @@ mas_tensor3 view_of(const at::Tensor &t, int code, bool bst) {
     return v;
 }
 
+// A call's small outputs come from one allocation: parts of a byte buffer,
+// each a tensor of its own on the buffer's storage (a TensorImpl made here,
+// without the dispatcher). On a slow host an at::empty cost ~2.5 us and a
+// narrow + view more than that, a part ~1 us (results/calls-gpu-h100.md,
+// session 8). The parts share their storage as torch.split's pieces do.
+int64_t round256(int64_t bytes) { return (bytes + 255) / 256 * 256; }
+
+at::Tensor part(const at::Tensor &buf, int64_t byte_offset, at::ScalarType dtype,
+                at::IntArrayRef sizes) {
+    auto impl = c10::make_intrusive<c10::TensorImpl>(
+        c10::Storage(buf.storage()), buf.key_set(), caffe2::TypeMeta::fromScalarType(dtype));
+    impl->set_storage_offset(byte_offset / static_cast<int64_t>(c10::elementSize(dtype)));
+    impl->set_sizes_contiguous(sizes);
+    return at::Tensor(std::move(impl));
+}
+
+at::Tensor bytes_like(int64_t n, const at::Tensor &like) {
+    return at::empty({n}, at::TensorOptions().dtype(at::kByte).device(like.device()));
+}
+
 at::Tensor workspace(size_t bytes, const at::Tensor &like) {
-    return at::empty({static_cast<int64_t>(bytes > 0 ? bytes : 1)},
-                     at::TensorOptions().dtype(at::kByte).device(like.device()));
+    return bytes_like(static_cast<int64_t>(bytes > 0 ? bytes : 1), like);
 }
 
 at::TensorOptions accumulator(int code, const at::Tensor &like) {
@@ -163,6 +185,19 @@ template <class Run> mas_status without_gil(Run &&run) {
     return st;
 }
 
+// A hard CUDA call, run(workspace, bytes), tried without a workspace first
+// (none is read when each item runs in one block: mas.h, mas_hard_cuda),
+// then with `bytes` of one in *work. False when that allocation threw.
+template <class Run>
+bool bare_first(size_t bytes, const at::Tensor &like, at::Tensor *work, mas_status *st, Run &&run) {
+    *st = without_gil([&] { return run(nullptr, size_t{0}); });
+    if (*st != MAS_ERR_WORKSPACE_TOO_SMALL) return true;
+    if (!allocated([&] { *work = workspace(bytes, like); })) return false;
+    void *w = work->mutable_data_ptr();
+    *st = without_gil([&] { return run(w, bytes); });
+    return true;
+}
+
 PyObject *none() {
     Py_INCREF(Py_None);
     return Py_None;
@@ -200,28 +235,37 @@ PyObject *align(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
     const mas_dtype dt = static_cast<mas_dtype>(c.code);
     const size_t bytes = c.cuda ? api->hard_cuda_workspace_size(B, T, S, dt)
                                 : api->hard_cpu_workspace_size(B, T, S, dt, c.threads);
-    at::Tensor durations, indices, score, work;
+    // durations, indices and score in one allocation; on CUDA no workspace
+    // first (none is read when each item runs in one block), then one
+    const int64_t at_indices = round256(B * T * 4), at_score = at_indices + round256(B * S * 4);
+    const bool f64 = c.code == MAS_FLOAT64;
+    at::Tensor outs, work;
     if (!allocated([&] {
-            const auto i32 = at::TensorOptions().dtype(at::kInt).device(c.value->device());
-            durations = at::empty({B, T}, i32);
-            indices = at::empty({B, S}, i32);
-            score = at::empty({B}, accumulator(c.code, *c.value));
-            work = workspace(bytes, *c.value);
+            outs = bytes_like(at_score + B * (f64 ? 8 : 4), *c.value);
+            if (!c.cuda) work = workspace(bytes, *c.value);
         }))
         Py_RETURN_NONE;
+    at::Tensor durations = part(outs, 0, at::kInt, {B, T});
+    at::Tensor indices = part(outs, at_indices, at::kInt, {B, S});
+    at::Tensor score = part(outs, at_score, f64 ? at::kDouble : at::kFloat, {B});
     mas_hard_outputs out{};
     out.durations = durations.mutable_data_ptr<int32_t>();
     out.durations_stride = T;
     out.indices = indices.mutable_data_ptr<int32_t>();
     out.indices_stride = S;
     out.score = score.mutable_data_ptr();
-    void *w = work.mutable_data_ptr();
     mas_error err = {0, 0, -1};
-    const mas_status st = without_gil([&] {
-        return c.cuda ? api->hard_cuda(&c.view, x_len, y_len, &out, w, bytes, c.stream, c.word)
-                      : api->hard_cpu(&c.view, x_len, y_len, &out, w, bytes, c.threads, &err);
-    });
-    if (c.cuda && st != MAS_OK) Py_RETURN_NONE;
+    mas_status st;
+    if (c.cuda) {
+        if (!bare_first(bytes, *c.value, &work, &st, [&](void *w, size_t n) {
+                return api->hard_cuda(&c.view, x_len, y_len, &out, w, n, c.stream, c.word);
+            }) || st != MAS_OK)
+            Py_RETURN_NONE;
+    } else {
+        void *w = work.mutable_data_ptr();
+        st = without_gil(
+            [&] { return api->hard_cpu(&c.view, x_len, y_len, &out, w, bytes, c.threads, &err); });
+    }
     return Py_BuildValue("((NNN)N)", THPVariable_Wrap(durations), THPVariable_Wrap(indices),
                          THPVariable_Wrap(score), status_item(st, err));
 }
@@ -251,21 +295,26 @@ PyObject *maximum_path(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
                 y_len = at::count_nonzero(mask->select(bst ? 2 : 1, 0), at::IntArrayRef{1});
             }
             path = at::empty(c.value->sizes(), c.value->options());
-            work = workspace(bytes, *c.value);
+            if (!c.cuda) work = workspace(bytes, *c.value);
         }))
         Py_RETURN_NONE;
     mas_hard_outputs out{};
     out.path = view_of(path, c.code, bst != 0);
     const mas_tensor3 m = view_of(*mask, mask_code, bst != 0);
-    void *w = work.mutable_data_ptr();
     mas_error err = {0, 0, -1};
-    const mas_status st = without_gil([&] {
-        return c.cuda ? api->hard_cuda_mask(&c.view, &m, &out, w, bytes, c.stream, c.word)
-                      : api->hard_cpu(&c.view, x_len.const_data_ptr<int64_t>(),
-                                      y_len.const_data_ptr<int64_t>(), &out, w, bytes,
-                                      c.threads, &err);
-    });
-    if (c.cuda && st != MAS_OK) Py_RETURN_NONE;
+    mas_status st;
+    if (c.cuda) {
+        if (!bare_first(bytes, *c.value, &work, &st, [&](void *w, size_t n) {
+                return api->hard_cuda_mask(&c.view, &m, &out, w, n, c.stream, c.word);
+            }) || st != MAS_OK)
+            Py_RETURN_NONE;
+    } else {
+        void *w = work.mutable_data_ptr();
+        st = without_gil([&] {
+            return api->hard_cpu(&c.view, x_len.const_data_ptr<int64_t>(),
+                                 y_len.const_data_ptr<int64_t>(), &out, w, bytes, c.threads, &err);
+        });
+    }
     return Py_BuildValue("(NN)", THPVariable_Wrap(path), status_item(st, err));
 }
 
