@@ -232,10 +232,12 @@ size_t mas_hard_cuda_workspace_size(int64_t batch, int64_t tokens, int64_t frame
  * workspace_size 0 is taken when the call needs none: each item runs in one
  * thread block (an item's tiles and decision bits fit the current device's
  * shared memory: in float32 on an H100, T <= 64 tokens with S <= ~9,400
- * frames, T <= 128 with S <= ~4,600, T <= 256 with S <= ~1,100) and no dense
- * path over 128 KB an item is asked; then nothing is read or written there. Otherwise NULL with 0
- * returns MAS_ERR_WORKSPACE_TOO_SMALL (a caller can try without a workspace
- * first), and NULL with a non-zero size MAS_ERR_NULL_POINTER.
+ * frames, T <= 128 with S <= ~4,600, T <= 256 with S <= ~1,100; and value
+ * contiguous along frames or along tokens, its pointer and other strides
+ * multiples of 16 bytes) and no dense path over 128 KB an item is asked;
+ * then nothing is read or written there. Otherwise NULL with 0 returns
+ * MAS_ERR_WORKSPACE_TOO_SMALL (a caller can try without a workspace first),
+ * and NULL with a non-zero size MAS_ERR_NULL_POINTER.
  * Returns MAS_ERR_NO_CUDA when the library was built without CUDA. */
 mas_status mas_hard_cuda(const mas_tensor3 *value, const int64_t *x_len,
                          const int64_t *y_len, const mas_hard_outputs *out,

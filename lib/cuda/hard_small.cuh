@@ -471,9 +471,9 @@ template <typename TA> struct SmallLane {
  * below the band and frames before 0 forced to -inf whatever the tile
  * holds, the lanes' states left as they were at frame y_len-1, stores only
  * for frames in [0, y_len).
- * (The masked body cost 3.5-4x a fast chunk: 5.1k and 4.2k cycles for the
- * first and last rounds at T=60, against ~1.45k for a fast one; results/
- * calls-gpu-h100.md, session 8.)
+ * (The masked body cost 3.5-4x a fast chunk: at T=60 the first and last
+ * rounds took 5.1k and 4.2k cycles against ~1.45k for a fast one;
+ * results/calls-gpu-h100.md, sessions 3 and 8.)
  * The tile cells of step j+2 are loaded at step j: a step's chain is
  * compare, select, add, and a load's latency would be most of it. */
 enum { kFast, kMasked, kFinal };
