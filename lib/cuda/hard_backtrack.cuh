@@ -50,7 +50,9 @@ __device__ __forceinline__ uint32_t decision_word(const uint32_t *item_bits, int
 __device__ __forceinline__ int64_t floor_div32(int64_t x) { return x >= 0 ? x / 32 : -((-x + 31) / 32); }
 
 __global__ void __launch_bounds__(128) hard_backtrack(BacktrackArgs a) {
+    __shared__ __align__(16) uint32_t windows[4][32]; /* a warp's words of a window */
     const int lane = threadIdx.x & 31;
+    uint32_t *const win = windows[threadIdx.x >> 5];
     const int64_t b = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
     if (b >= a.B) return;
     const int64_t T = a.T, S = a.S;
@@ -135,11 +137,22 @@ __global__ void __launch_bounds__(128) hard_backtrack(BacktrackArgs a) {
 
         uint32_t m = 1u << 31, mine = 0;
         const int steps = j + 1 < 32 ? (int)(j + 1) : 32;
-        /* All 32 steps, no exit: the shuffles do not depend on the walk, so
-         * they issue ahead of it. */
+        /* Every lane walks all 32 frames, no exit, on the window's words
+         * read back from shared memory 16 bytes at a time (broadcast): 8
+         * loads issued before the walk. With a shuffle a frame, ptxas put
+         * each shuffle next to its use and the walk waited on every one
+         * (short scoreboard; 449 instructions and ~1.7k cycles a window;
+         * results/calls-gpu-h100.md, session 8). */
+        __syncwarp(); /* every lane has read the last window's words */
+        win[lane] = word;
+        __syncwarp();
+        uint4 q[8];
+#pragma unroll
+        for (int i = 0; i < 8; ++i) q[i] = reinterpret_cast<const uint4 *>(win)[i];
 #pragma unroll
         for (int k = 0; k < 32; ++k) {
-            uint32_t wk = __shfl_sync(kFullMask, word, k);
+            const uint4 &v = q[k >> 2];
+            const uint32_t wk = (k & 3) == 0 ? v.x : (k & 3) == 1 ? v.y : (k & 3) == 2 ? v.z : v.w;
             mine = lane == k ? m : mine;
             uint32_t moved = m & wk;
             m = (m & ~wk) | (moved >> 1);
