@@ -3,8 +3,9 @@
  *
  * From token r at frame j the path at frame j-k lies in [r-k, r], so a
  * window of 32 frames needs the bits of only 32 tokens: lane k holds the
- * 32-bit word of frame j-k for tokens [r-31, r]. The walk then runs in
- * registers on a one-hot mask m of the current token:
+ * 32-bit word of frame j-k for tokens [r-31, r]. Every lane then reads the
+ * window's 32 words back from shared memory and walks them in registers on
+ * a one-hot mask m of the current token:
  *   m' = (m & ~w) | ((m & w) >> 1)
  * (three dependent integer operations a frame, no branch). The words of the
  * window after next are loaded before the walk (the 4 groups it can need),
