@@ -50,8 +50,11 @@ __device__ __forceinline__ uint32_t decision_word(const uint32_t *item_bits, int
 
 __device__ __forceinline__ int64_t floor_div32(int64_t x) { return x >= 0 ? x / 32 : -((-x + 31) / 32); }
 
-__global__ void __launch_bounds__(128) hard_backtrack(BacktrackArgs a) {
-    __shared__ __align__(16) uint32_t windows[4][32]; /* a warp's words of a window */
+/* Warps a block, one an item (hard_finish launches it so). */
+constexpr int kBacktrackWarps = 4;
+
+__global__ void __launch_bounds__(32 * kBacktrackWarps) hard_backtrack(BacktrackArgs a) {
+    __shared__ __align__(16) uint32_t windows[kBacktrackWarps][32]; /* a warp's words of a window */
     const int lane = threadIdx.x & 31;
     uint32_t *const win = windows[threadIdx.x >> 5];
     const int64_t b = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;

@@ -280,9 +280,8 @@ mas_status hard_finish(const HardLayout &L, unsigned char *ws, int64_t B, int64_
     ba.score = out->score;
     ba.score_f64 = score_f64;
     ba.error_word = (unsigned long long *)error_word;
-    const int warps_per_block = 4;
-    hard_backtrack<<<(unsigned)((B + warps_per_block - 1) / warps_per_block),
-                     32 * warps_per_block, 0, s>>>(ba);
+    hard_backtrack<<<(unsigned)((B + kBacktrackWarps - 1) / kBacktrackWarps),
+                     32 * kBacktrackWarps, 0, s>>>(ba);
     if (out->path.data) {
         mas_status st = launch_path(&out->path, B, T, S, ba.frame_token, ba.run_begin,
                                     ba.run_end, dev, s);

@@ -351,23 +351,20 @@ template <typename TV, bool FRAME_ROWS> struct SmallLoader {
  * Token rows: a row at a time, lane k at frame 32c + k, so that a store
  * touches consecutive words (a lane a row, 160 floats apart, put every
  * lane in one bank: ~6k cycles a chunk). Frame rows: a frame at a time,
- * each lane its two tokens. Rows (tokens base + r) r < r_min are left
- * alone, and with mirror false the mirror copy of slot 0. Called by the
- * warps above the first in their idle rounds and by warp 0's copy warp
- * (see the sweep). */
+ * each lane its two tokens. Called by the warps above the first in their
+ * idle rounds and by warp 0's copy warp for its chunk 1 (see the sweep). */
 template <typename TV, bool FRAME_ROWS>
-__device__ __forceinline__ void small_below(unsigned char *tile, int lane, int base, int c, int X,
-                                            int r_min = 0, bool mirror = true) {
+__device__ __forceinline__ void small_below(unsigned char *tile, int lane, int base, int c, int X) {
     const int f_lo = 32 * c;
     const TV ninf = narrow_neg_inf<TV>();
     TV *t = (TV *)tile;
-    for (int copy = 0; copy < ((c & 3) == 0 && mirror ? 2 : 1); ++copy) {
+    for (int copy = 0; copy < ((c & 3) == 0 ? 2 : 1); ++copy) {
         const int slot = (c & 3) * 32 + copy * kSmallRing;
         if constexpr (FRAME_ROWS) {
             const int j0 = base + 2 * lane;
             const bool top = j0 + 1 < X;
             const int n1 = j0 + 1 - f_lo < 32 ? j0 + 1 - f_lo : 32; /* frames below token j0+1 */
-            if (j0 >= X || j0 - base < r_min) continue;
+            if (j0 >= X) continue;
             for (int k = 0; k < n1; ++k) {
                 TV *row = t + (size_t)(slot + k) * kSmallRows + 2 * lane;
                 if (f_lo + k < j0) row[0] = ninf;
@@ -376,7 +373,7 @@ __device__ __forceinline__ void small_below(unsigned char *tile, int lane, int b
         } else {
             const int f = f_lo + lane;
             const int r_end = X - base < kSmallRows ? X - base : kSmallRows; /* tokens < x_len */
-            for (int r = f_lo - base + 1 > r_min ? f_lo - base + 1 : r_min; r < r_end; ++r)
+            for (int r = f_lo - base + 1 > 0 ? f_lo - base + 1 : 0; r < r_end; ++r)
                 if (f < base + r) t[(size_t)r * kSmallCols + slot + lane] = ninf;
         }
     }
@@ -389,7 +386,10 @@ __device__ __forceinline__ void small_below(unsigned char *tile, int lane, int b
  * band (token > frame; slot 0's are read by chunk 1 too). A store
  * instruction writes 32 consecutive elements (a token's frames, or a
  * frame's tokens): no bank conflict in either layout. Rows of tokens >=
- * x_len are filled too: nothing reads their scores. */
+ * x_len are filled too: nothing reads their scores. (small_below of chunks
+ * -1 and 0 sets the same cells, but its loops, on the critical path before
+ * round 0, made the T=60 kernel 0.5 us slower: results/calls-gpu-h100.md,
+ * session 8 review.) */
 template <typename TV, bool FRAME_ROWS>
 __device__ __forceinline__ void small_head_fill(unsigned char *tile, int lane) {
     const TV ninf = narrow_neg_inf<TV>();
