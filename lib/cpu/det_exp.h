@@ -5,9 +5,10 @@
 
 #include <stdint.h>
 
-/* y[i] = mas_det_exp(x[i]) for 0 <= i < n, the same bits, 8 at a time.
- * Needs AVX-512F and AVX-512DQ (the caller checks: isa level 2). x and y
- * may not overlap. */
+/* y[i] = mas_det_exp(x[i]) for 0 <= i < n, the same bits, 8 (AVX-512F and
+ * DQ: isa level 2) or 4 (AVX2 and FMA) lanes at a time; the caller checks
+ * the CPU. x and y may not overlap. */
 void mas_det_exp_avx512(const double *x, double *y, int64_t n);
+void mas_det_exp_avx2(const double *x, double *y, int64_t n);
 
 #endif

@@ -12,6 +12,7 @@
 #include "common/gauss_coef.h"
 #include "cpu/det_exp.h"
 #include "cpu/dp_core.h"
+#include "cpu/gauss_coef_lanes.h"
 #include "cpu/likelihood.h"
 #include "cpu/parallel.h"
 
@@ -59,7 +60,12 @@ typedef struct coef_ctx {
     const mas_gauss_params *p;
     const mas_tensor3 *coef;
     int64_t m, j, blocks_per_item;
-    int vector_exp; /* log-std spreads' exps by mas_det_exp_avx512 */
+    /* log-std spreads: their exps by the vector mas_det_exp (det_exp.h),
+     * and in Glow-TTS's layout `lanes` Gaussians at once (gauss_coef_lanes.h);
+     * NULL / 0 when the CPU or the call has no such path */
+    void (*vector_exp)(const double *, double *, int64_t);
+    mas_gauss_coef_lanes_fn lanes_fn;
+    int64_t lanes;
     _Atomic int64_t first_bad; /* flat index b*M + k, INT64_MAX when none */
 } coef_ctx;
 
@@ -88,7 +94,21 @@ static void coef_block(void *vctx, int64_t item, int32_t rank) {
     const int64_t b = item / c->blocks_per_item;
     const int64_t k0 = item % c->blocks_per_item * COEF_BLOCK;
     const int64_t k1 = k0 + COEF_BLOCK < M ? k0 + COEF_BLOCK : M;
-    for (int64_t k = k0; k < k1; k++) {
+    int64_t k = k0;
+    if (c->lanes_fn) {
+        const mas_tensor3 *mt = &p->means, *st = &p->spread, *ct = c->coef;
+        for (; k + c->lanes <= k1; k += c->lanes) {
+            double lw[8];
+            for (int64_t l = 0; l < c->lanes; l++)
+                lw[l] = p->log_weights.data ? load_f(&p->log_weights, b, 0, k + l) : 0.0;
+            const uint32_t bad = c->lanes_fn(
+                (const float *)mt->data + b * mt->stride[0] + k, mt->stride[2],
+                (const float *)st->data + b * st->stride[0] + k, st->stride[2], J, lw,
+                (float *)ct->data + b * ct->stride[0] + k, ct->stride[1]);
+            if (bad) note_bad(c, b * M + k + __builtin_ctz(bad));
+        }
+    }
+    for (; k < k1; k++) {
         double lw = p->log_weights.data ? load_f(&p->log_weights, b, 0, k) : 0.0;
         int bad = !mas_gauss_log_weight_ok(lw);
         double sum = 0.0;
@@ -100,13 +120,13 @@ static void coef_block(void *vctx, int64_t item, int32_t rank) {
              * so the same bits */
             double inv[COEF_DIMS], log_var[COEF_DIMS];
             int ok[COEF_DIMS];
-            if (c->vector_exp) { /* 8 exps an instruction (the exp was 45% of the time) */
+            if (c->vector_exp) { /* 4-8 exps an instruction (the exp was 45% of the time) */
                 double sp[COEF_DIMS], arg[COEF_DIMS], e[COEF_DIMS];
                 for (int64_t j = 0; j < nj; j++) {
                     sp[j] = load_f(&p->spread, b, k, j0 + j);
                     arg[j] = mas_gauss_log_std_arg(sp[j]);
                 }
-                mas_det_exp_avx512(arg, e, nj);
+                c->vector_exp(arg, e, nj);
                 for (int64_t j = 0; j < nj; j++)
                     ok[j] = mas_gauss_log_std_values(sp[j], e[j], &inv[j], &log_var[j]);
             } else {
@@ -144,7 +164,25 @@ mas_status mas_gauss_coef_cpu(const mas_gauss_params *params, const mas_tensor3 
     c.m = params->means.dim[1];
     c.j = params->means.dim[2];
     c.blocks_per_item = (c.m + COEF_BLOCK - 1) / COEF_BLOCK;
-    c.vector_exp = params->spread_kind == MAS_SPREAD_LOG_STD && isa_level() == 2;
+    const int level = isa_level();
+    c.vector_exp = NULL;
+    c.lanes_fn = NULL;
+    c.lanes = 0;
+    if (params->spread_kind == MAS_SPREAD_LOG_STD) {
+        if (level == 2) {
+            c.vector_exp = mas_det_exp_avx512;
+            c.lanes_fn = mas_gauss_coef_lanes_avx512;
+            c.lanes = 8;
+        } else if (level == 1 && __builtin_cpu_supports("fma")) {
+            c.vector_exp = mas_det_exp_avx2;
+            c.lanes_fn = mas_gauss_coef_lanes_avx2;
+            c.lanes = 4;
+        }
+    }
+    if (!(params->means.dtype == MAS_FLOAT32 && params->spread.dtype == MAS_FLOAT32 &&
+          params->means.stride[1] == 1 && params->spread.stride[1] == 1 &&
+          coef->dtype == MAS_FLOAT32 && coef->stride[2] == 1))
+        c.lanes_fn = NULL;
     atomic_init(&c.first_bad, INT64_MAX);
     int64_t items = params->means.dim[0] * c.blocks_per_item;
     int64_t team = mas_thread_count(threads);

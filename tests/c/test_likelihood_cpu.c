@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "common/det_math.h"
+#include "common/gauss_coef.h"
 #include "cpu/det_exp.h"
 #include "support.h"
 
@@ -648,16 +649,13 @@ static void test_errors(void) {
     ts_case_end();
 }
 
-/* mas_det_exp_avx512 against the scalar mas_det_exp, bit for bit: random
- * arguments over the whole range, the edges of the vector lanes' range and
- * of the scalar's special cases, NaN, infinities, signed zeros; lengths not
- * a multiple of 8 (the scalar tail). */
-static void test_det_exp_vector(ts_rng *rng) {
-    ts_case_begin("det_exp: AVX-512 lanes = scalar bits");
-    if (!(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq"))) {
-        printf("det_exp AVX-512 check skipped: this CPU has no AVX-512F/DQ\n");
-        return;
-    }
+/* The vector mas_det_exp (AVX-512: 8 lanes, AVX2: 4) against the scalar
+ * mas_det_exp, bit for bit: random arguments over the whole range, the edges
+ * of the vector lanes' range and of the scalar's special cases, NaN,
+ * infinities, signed zeros; lengths not a multiple of the lanes (the scalar
+ * tail). */
+static void check_det_exp_vector(ts_rng *rng, const char *name,
+                                 void (*fn)(const double *, double *, int64_t)) {
     enum { N = 4099 };
     static double x[N], y[N];
     const double edges[] = {-800, -745.2, -745.19, -708.4, -700, -690.0000001, -690, -689.99,
@@ -673,23 +671,115 @@ static void test_det_exp_vector(ts_rng *rng) {
             else x[i] = ldexp(ts_rng_uniform(rng, -1, 1), (int)ts_rng_uniform(rng, -60, 10));
         }
         const int64_t n = N - round % 8; /* tails of 0..7 */
-        mas_det_exp_avx512(x, y, n);
+        fn(x, y, n);
         for (int64_t i = 0; i < n; i++) {
             const double want = mas_det_exp(x[i]);
             if (ts_f64_bits(want) != ts_f64_bits(y[i]) && !(want != want && y[i] != y[i])) {
                 if (bad < 5)
-                    printf("det_exp(%.17g): vector %.17g, scalar %.17g\n", x[i], y[i], want);
+                    printf("det_exp %s(%.17g): vector %.17g, scalar %.17g\n", name, x[i], y[i], want);
                 bad++;
             }
         }
     }
-    TS_CHECK(bad == 0, "%lld vector exps differ from the scalar's bits", (long long)bad);
+    TS_CHECK(bad == 0, "%lld %s exps differ from the scalar's bits", (long long)bad, name);
+}
+
+static void test_det_exp_vector(ts_rng *rng) {
+    ts_case_begin("det_exp: vector lanes = scalar bits");
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq"))
+        check_det_exp_vector(rng, "AVX-512", mas_det_exp_avx512);
+    else printf("det_exp AVX-512 check skipped: this CPU has no AVX-512F/DQ\n");
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        check_det_exp_vector(rng, "AVX2", mas_det_exp_avx2);
+    else printf("det_exp AVX2 check skipped: this CPU has no AVX2/FMA\n");
+    ts_case_end();
+}
+
+/* mas_gauss_coef_cpu in Glow-TTS's layout (float32, log-std spreads, the
+ * Gaussians contiguous: the eight-lane path on AVX-512 CPUs) against the
+ * scalar definition of common/gauss_coef.h, bit for bit, with the first
+ * bad Gaussian it reports. Models with values that break one lane: NaN and
+ * infinite means and log-stds, log-stds whose variance over- or
+ * underflows float32 or float64, log weights of -inf (allowed), NaN and
+ * +inf; M not a multiple of 8; with and without log weights; 1 and 2
+ * threads. */
+static void test_coef_lanes(ts_rng *rng) {
+    ts_case_begin("gauss_coef: Glow-TTS layout = scalar definition, bit for bit");
+    const float breakers[] = {NAN, INFINITY, -INFINITY, 60.0f, -60.0f, 400.0f, -400.0f, 1e-30f, -0.0f};
+    const int n_breakers = (int)(sizeof breakers / sizeof breakers[0]);
+    int64_t bad_bits = 0, bad_status = 0;
+    for (int round = 0; round < 80; round++) {
+        const int64_t B = 1 + round % 3, J = 1 + (int64_t)ts_rng_uniform(rng, 0, 140);
+        const int64_t M = 1 + (int64_t)ts_rng_uniform(rng, 0, 45), P = 2 * J + 1;
+        const int weights = round % 2, poison = round % 4 >= 2;
+        float *mu = malloc(sizeof(float) * B * J * M), *ls = malloc(sizeof(float) * B * J * M);
+        float *lw = malloc(sizeof(float) * B * M), *coef = malloc(sizeof(float) * B * P * M);
+        for (int64_t i = 0; i < B * J * M; i++) {
+            mu[i] = (float)ts_rng_uniform(rng, -4, 4);
+            ls[i] = (float)ts_rng_uniform(rng, -3, 3);
+        }
+        for (int64_t i = 0; i < B * M; i++) lw[i] = (float)ts_rng_uniform(rng, -6, 0);
+        if (poison) {
+            for (int q = 0; q < 3; q++) {
+                const int64_t i = (int64_t)ts_rng_uniform(rng, 0, (double)(B * J * M));
+                const float v = breakers[(int)ts_rng_uniform(rng, 0, n_breakers)];
+                if (q == 0) mu[i] = v;
+                else ls[i] = v;
+            }
+            const float lw_breakers[] = {-INFINITY, NAN, INFINITY};
+            lw[(int64_t)ts_rng_uniform(rng, 0, (double)(B * M))] = lw_breakers[round % 3];
+        }
+        memset(coef, 0xb7, sizeof(float) * B * P * M);
+        /* Glow-TTS's [B, D, T] seen as [B, M, J] */
+        mas_gauss_params p;
+        memset(&p, 0, sizeof p);
+        p.means = (mas_tensor3){mu, MAS_FLOAT32, 0, {B, M, J}, {J * M, 1, M}};
+        p.spread = (mas_tensor3){ls, MAS_FLOAT32, 0, {B, M, J}, {J * M, 1, M}};
+        p.spread_kind = MAS_SPREAD_LOG_STD;
+        if (weights) p.log_weights = (mas_tensor3){lw, MAS_FLOAT32, 0, {B, 1, M}, {M, 0, 1}};
+        mas_tensor3 ct = {coef, MAS_FLOAT32, 0, {B, P, M}, {P * M, M, 1}};
+        mas_error err;
+        const mas_status st = mas_gauss_coef_cpu(&p, &ct, 1 + round % 2, &err);
+        int64_t first_bad = -1;
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t k = 0; k < M; k++) {
+                const double w = weights ? (double)lw[b * M + k] : 0.0;
+                int bad = !mas_gauss_log_weight_ok(w);
+                double sum = 0;
+                for (int64_t j = 0; j < J; j++) {
+                    double a = 0, q = 0, kt = 0;
+                    const int64_t in = b * J * M + j * M + k;
+                    if (!mas_gauss_coef_dim(mu[in], ls[in], MAS_SPREAD_LOG_STD, &a, &q, &kt)) bad = 1;
+                    sum = sum + kt;
+                    const float ar = (float)a, qr = (float)q;
+                    if (!mas_gauss_coef_stored_ok(ar, qr)) bad = 1;
+                    bad_bits += ts_f32_bits(ar) != ts_f32_bits(coef[b * P * M + (1 + j) * M + k]);
+                    bad_bits += ts_f32_bits(qr) != ts_f32_bits(coef[b * P * M + (1 + J + j) * M + k]);
+                }
+                const float kr = (float)mas_gauss_coef_k(w, sum);
+                if (!mas_gauss_coef_k_ok(kr, w)) bad = 1;
+                bad_bits += ts_f32_bits(kr) != ts_f32_bits(coef[b * P * M + k]);
+                if (bad && first_bad < 0) first_bad = b * M + k;
+            }
+        if (first_bad < 0) bad_status += st != MAS_OK;
+        else bad_status += st != MAS_ERR_BAD_MODEL || err.item != first_bad;
+        free(mu);
+        free(ls);
+        free(lw);
+        free(coef);
+    }
+    TS_CHECK(bad_bits == 0, "%lld coefficients differ from the scalar definition's bits",
+             (long long)bad_bits);
+    TS_CHECK(bad_status == 0, "%lld calls reported another status or first bad Gaussian",
+             (long long)bad_status);
+    ts_case_end();
 }
 
 int main(int argc, char **argv) {
     ts_rng rng;
     ts_rng_init(&rng, ts_seed_from_args(argc, argv));
     test_det_exp_vector(&rng);
+    test_coef_lanes(&rng);
     test_errors();
     test_tts_views(&rng);
     test_all_groupings(&rng);
