@@ -43,8 +43,8 @@ objs=()
 for src in lib/common/*.c lib/cpu/*.c lib/cuda/no_cuda.c; do
   extra=""
   case "$src" in
-    *avx512.c) extra="-mavx512f -mavx512dq -mavx512vl -mavx512bw -mavx2" ;;
-    *avx2.c) extra="-mavx2" ;;
+    *avx512.c) extra="-mavx512f -mavx512dq -mavx512vl -mavx512bw -mavx2 -mfma" ;;
+    *avx2.c) extra="-mavx2 -mfma" ;;
   esac
   obj="$OUT/obj/$(basename "${src%.c}").o"
   if [ ! -f "$obj" ] || [ "$src" -nt "$obj" ] || [ -n "$(find lib include -newer "$obj" -name '*.h' | head -1)" ]; then
