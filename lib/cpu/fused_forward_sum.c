@@ -6,11 +6,20 @@
  *      start of every block (the checkpoints);
  *   2. blocks from the last to the first: the reversed sweep (beta~, as
  *      mas_forward_sum_cpu's second sweep) advances by one block, alpha of
- *      the block is recomputed from its checkpoint, the block's cells v are
- *      scored again, and gamma = exp(alpha + beta~ - v - log_z) weights the
- *      derivatives of each cell's Gaussian log-likelihood, summed in float64
- *      per frame and per token.
- * Memory per thread: O(T sqrt(S)) for the checkpoints and three blocks,
+ *      the block is recomputed from its checkpoint (its cells v kept as
+ *      that sweep scores them), and gamma = exp(alpha + beta~ - v - log_z)
+ *      weights the derivatives of each cell's Gaussian log-likelihood,
+ *      summed in float64 per frame and per token.
+ * The derivatives of a cell, with w = gamma / var (per dimension):
+ *   d/dmu = w (x - mu), d/dlog_std = w (x - mu)^2 - gamma, d/dx = -w (x - mu).
+ * Their sums are not taken cell by cell (a pass over the J dimensions of
+ * three arrays for every cell was 40-60% of a call with gradients) but as
+ * sums over a block of the gammas times a frame's or a token's row, in
+ * which the squares are expanded: per token sum gamma, sum gamma x and
+ * sum gamma x^2; per frame sum gamma / var and sum gamma mu / var. Frames
+ * and means are centred on the item's mean frame first, so that the
+ * expansion cancels no more than the differences themselves.
+ * Memory per thread: O(T sqrt(S)) for the checkpoints and four blocks,
  * O((T + S) J) for the expanded frames, packed coefficients and sums. */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("no-trapping-math")
@@ -31,7 +40,7 @@ typedef struct ff_layout {
     int64_t tp;     /* tokens padded to whole tiles: a block row */
     int64_t block;  /* K frames per block, a multiple of DP_BLOCK_STEPS */
     int64_t blocks; /* checkpoints: ceil(S / K) */
-    size_t column, edge, ckpt, blk, tok, frm, e, cp;
+    size_t column, edge, ckpt, blk, gam, tok, frm, row, list, e, cp;
     size_t total;
 } ff_layout;
 
@@ -48,15 +57,23 @@ static ff_layout layout_for(const fg_plan *p) {
     w.edge = up((size_t)(w.block + DP_BLOCK_STEPS) * p->acc);
     w.ckpt = up((size_t)(w.blocks * w.tp) * p->acc);
     w.blk = up((size_t)(w.block * w.tp) * p->acc);
+    w.gam = up((size_t)(w.block * w.tp) * sizeof(double));
+    w.row = up((size_t)J * sizeof(double));
+    /* a frame's live tokens or a token's live frames, index and gamma */
+    w.list = up((size_t)(w.tp > w.block ? w.tp : w.block) * sizeof(double));
     w.tok = up((size_t)(T * J) * sizeof(double));
     w.frm = up((size_t)(S * J) * sizeof(double));
     w.e = p->e_bytes;
     w.cp = p->cp_bytes;
-    /* two columns and edges, checkpoints, alpha / beta~ / v blocks; mu, inv,
-     * d/dmu, d/dspread per token and dimension, the token sums; frames and
-     * d/dx per frame and dimension; both walks' cell sources */
-    w.total = 2 * (w.column + w.edge) + w.ckpt + 3 * w.blk + 4 * w.tok +
-              up((size_t)T * sizeof(double)) + 2 * w.frm + 2 * (w.e + w.cp);
+    /* two columns and edges, checkpoints, alpha / beta~ / v blocks, the
+     * block's gammas; per token and dimension the centred mean, 1/var,
+     * mean/var and the sums of gamma x and gamma x^2, per token the sum of
+     * gamma; per frame and dimension the centred frame, its square and
+     * d/dx; the centre and two rows of sums; a list of cells; both walks'
+     * cell sources */
+    w.total = 2 * (w.column + w.edge) + w.ckpt + 3 * w.blk + w.gam + 5 * w.tok +
+              up((size_t)T * sizeof(double)) + 3 * w.frm + 3 * w.row + 2 * w.list +
+              2 * (w.e + w.cp);
     return w;
 }
 
@@ -98,52 +115,166 @@ static void start_block(void *edge, int32_t accum, int64_t t0, int64_t n) {
 typedef struct ff_item {
     int64_t X, Y, J, tp;
     double log_z;
-    const double *mu, *inv, *z;
-    double *gm, *gl, *gs, *gz;
+    const double *mu, *inv, *invmu; /* [X, J]: centred means, 1/var, their product */
+    const double *z, *z2;           /* [Y, J]: centred frames and their squares */
+    double *sz, *sz2, *gs, *gz;     /* sums: per token gamma x, gamma x^2, gamma; d/dx */
+    double *gam;                    /* the block's gammas, [K, tp] */
 } ff_item;
 
-/* gamma of the block's band cells and the sums of the derivatives. REAL is
- * the accumulator type (alpha, beta~ and v as the sweeps keep them). */
-#define ACCUMULATE(REAL)                                                                     \
+/* gamma = exp(alpha + beta~ - v - log_z) of the band cells of frames
+ * [t0, t1), 0 where it underflows. REAL is the accumulator type (alpha,
+ * beta~ and v as the sweeps keep them). */
+#define GAMMAS(REAL)                                                                         \
     do {                                                                                     \
         const REAL *A = (const REAL *)a_blk, *Bt = (const REAL *)b_blk,                      \
                    *V = (const REAL *)v_blk;                                                 \
         const REAL lz = (REAL)it->log_z;                                                     \
         for (int64_t t = t0; t < t1; t++) {                                                  \
-            int64_t lo = t - (it->Y - it->X) > 0 ? t - (it->Y - it->X) : 0;                  \
-            int64_t hi = t < it->X - 1 ? t : it->X - 1;                                      \
             const int64_t row = (t - t0) * it->tp;                                           \
-            const double *zt = it->z + t * J;                                                \
-            double *gzt = it->gz + t * J;                                                    \
-            for (int64_t s = lo; s <= hi; s++) {                                             \
+            for (int64_t s = band_lo(it, t); s <= band_hi(it, t); s++) {                     \
                 REAL a = A[row + s], bb = Bt[row + s], v = V[row + s];                       \
-                if (a == -INFINITY || bb == -INFINITY) continue;                             \
-                REAL x = a + bb - v - lz;                                                    \
-                double g = exp((double)(x > 0 ? 0 : x));                                     \
-                if (g == 0) continue;                                                        \
-                const double *mu = it->mu + s * J, *inv = it->inv + s * J;                   \
-                double *gm = it->gm + s * J, *gl = it->gl + s * J;                           \
-                it->gs[s] += g;                                                              \
-                for (int64_t d = 0; d < J; d++) {                                            \
-                    double diff = zt[d] - mu[d], w = g * inv[d];                             \
-                    gm[d] += w * diff;                                                       \
-                    gl[d] += w * diff * diff;                                                \
-                    gzt[d] -= w * diff;                                                      \
+                double g = 0;                                                                \
+                /* exp underflows to 0 below -745.2 (through libm's slow path) */          \
+                if (a != -INFINITY && bb != -INFINITY) {                                     \
+                    REAL x = a + bb - v - lz;                                                \
+                    if (x >= (REAL)-745.2) g = exp((double)(x > 0 ? 0 : x));                 \
                 }                                                                            \
+                it->gam[row + s] = g;                                                        \
             }                                                                                \
         }                                                                                    \
     } while (0)
 
-static void accumulate(const fg_plan *p, ff_item *it, int64_t t0, int64_t t1,
-                       const void *a_blk, const void *b_blk, const void *v_blk) {
-    const int64_t J = it->J;
-    if (p->accum == MAS_FLOAT64) ACCUMULATE(double);
-    else ACCUMULATE(float);
+static int64_t band_lo(const ff_item *it, int64_t t) {
+    return t - (it->Y - it->X) > 0 ? t - (it->Y - it->X) : 0;
 }
-#undef ACCUMULATE
+static int64_t band_hi(const ff_item *it, int64_t t) { return t < it->X - 1 ? t : it->X - 1; }
+
+/* out_a[d] = sum_i g[i] A[idx[i] J + d] and out_b likewise from Bm, each
+ * sum in list order: 32 (then 8) dimensions at a time in registers while
+ * the rows stream (summed through memory instead, one row of J a cell, the
+ * store-to-load chain bound the loop). GCC's vector types: one AVX-512
+ * register, two AVX2 or four SSE2 ones in block_sums's builds. */
+typedef double ff_v8 __attribute__((vector_size(64)));
+
+/* acc += w * p[0..8) (p through memcpy: rows are not 64-byte aligned) */
+#define FF_ADD_ROW(acc, w, p)                                                                \
+    do {                                                                                     \
+        ff_v8 r_;                                                                            \
+        memcpy(&r_, (p), sizeof r_);                                                         \
+        (acc) += (w) * r_;                                                                   \
+    } while (0)
+
+static inline __attribute__((always_inline)) void
+rows_weighted(const int64_t *restrict idx, const double *restrict g, int64_t n,
+              const double *restrict A, const double *restrict Bm, int64_t J,
+              double *restrict out_a, double *restrict out_b) {
+    int64_t d0 = 0;
+    for (; d0 + 32 <= J; d0 += 32) {
+        ff_v8 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, b0 = {0}, b1 = {0}, b2 = {0}, b3 = {0};
+        for (int64_t i = 0; i < n; i++) {
+            const double w = g[i];
+            const double *ra = A + idx[i] * J + d0, *rb = Bm + idx[i] * J + d0;
+            FF_ADD_ROW(a0, w, ra);
+            FF_ADD_ROW(a1, w, ra + 8);
+            FF_ADD_ROW(a2, w, ra + 16);
+            FF_ADD_ROW(a3, w, ra + 24);
+            FF_ADD_ROW(b0, w, rb);
+            FF_ADD_ROW(b1, w, rb + 8);
+            FF_ADD_ROW(b2, w, rb + 16);
+            FF_ADD_ROW(b3, w, rb + 24);
+        }
+        memcpy(out_a + d0, &a0, 64);
+        memcpy(out_a + d0 + 8, &a1, 64);
+        memcpy(out_a + d0 + 16, &a2, 64);
+        memcpy(out_a + d0 + 24, &a3, 64);
+        memcpy(out_b + d0, &b0, 64);
+        memcpy(out_b + d0 + 8, &b1, 64);
+        memcpy(out_b + d0 + 16, &b2, 64);
+        memcpy(out_b + d0 + 24, &b3, 64);
+    }
+    for (; d0 + 8 <= J; d0 += 8) {
+        ff_v8 a0 = {0}, b0 = {0};
+        for (int64_t i = 0; i < n; i++) {
+            FF_ADD_ROW(a0, g[i], A + idx[i] * J + d0);
+            FF_ADD_ROW(b0, g[i], Bm + idx[i] * J + d0);
+        }
+        memcpy(out_a + d0, &a0, 64);
+        memcpy(out_b + d0, &b0, 64);
+    }
+    for (; d0 < J; d0++) {
+        double a0 = 0, b0 = 0;
+        for (int64_t i = 0; i < n; i++) {
+            a0 += g[i] * A[idx[i] * J + d0];
+            b0 += g[i] * Bm[idx[i] * J + d0];
+        }
+        out_a[d0] = a0;
+        out_b[d0] = b0;
+    }
+}
+#undef FF_ADD_ROW
+
+/* The sums of the block's frames [t0, t1): per frame (its d/dx, complete
+ * after its block) over its band's tokens, per token over its frames in
+ * the block; each side first lists its cells whose gamma did not
+ * underflow. Built for AVX-512 and AVX2 as well, picked at load time. */
+#if defined(__GNUC__) && defined(__x86_64__) && defined(__ELF__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+static void block_sums(ff_item *it, int64_t t0, int64_t t1, double *row_a, double *row_b,
+                       int64_t *list_i, double *list_g) {
+    const int64_t J = it->J, tp = it->tp;
+    for (int64_t t = t0; t < t1; t++) {
+        const double *gt = it->gam + (t - t0) * tp;
+        int64_t n = 0;
+        for (int64_t s = band_lo(it, t); s <= band_hi(it, t); s++)
+            if (gt[s] != 0) {
+                list_i[n] = s;
+                list_g[n++] = gt[s];
+            }
+        rows_weighted(list_i, list_g, n, it->inv, it->invmu, J, row_a, row_b);
+        /* -sum gamma (x - mu) / var */
+        const double *zt = it->z + t * J;
+        double *gzt = it->gz + t * J;
+        for (int64_t d = 0; d < J; d++) gzt[d] = row_b[d] - zt[d] * row_a[d];
+    }
+    const int64_t s_lo = band_lo(it, t0), s_hi = band_hi(it, t1 - 1);
+    for (int64_t s = s_lo; s <= s_hi; s++) {
+        /* the block's frames whose band holds token s */
+        const int64_t f_lo = s > t0 ? s : t0;
+        const int64_t f_hi = s + (it->Y - it->X) < t1 - 1 ? s + (it->Y - it->X) : t1 - 1;
+        double sg = 0;
+        int64_t n = 0;
+        for (int64_t t = f_lo; t <= f_hi; t++) {
+            const double g = it->gam[(t - t0) * tp + s];
+            if (g == 0) continue;
+            sg += g;
+            list_i[n] = t;
+            list_g[n++] = g;
+        }
+        if (n == 0) continue;
+        rows_weighted(list_i, list_g, n, it->z, it->z2, J, row_a, row_b);
+        it->gs[s] += sg;
+        double *sz = it->sz + s * J, *sz2 = it->sz2 + s * J;
+        for (int64_t d = 0; d < J; d++) {
+            sz[d] += row_a[d];
+            sz2[d] += row_b[d];
+        }
+    }
+}
+
+static void accumulate(const fg_plan *p, ff_item *it, int64_t t0, int64_t t1,
+                       const void *a_blk, const void *b_blk, const void *v_blk, double *row_a,
+                       double *row_b, int64_t *list_i, double *list_g) {
+    if (p->accum == MAS_FLOAT64) GAMMAS(double);
+    else GAMMAS(float);
+    block_sums(it, t0, t1, row_a, row_b, list_i, list_g);
+}
+#undef GAMMAS
 
 /* Writes the item's gradients (zeros beyond the lengths; all zeros when
- * it == NULL: a failed item). */
+ * it == NULL: a failed item), the token sums turned into the derivatives:
+ * with m the centred mean, sum gamma (x - mu) = sz - m sg and
+ * sum gamma (x - mu)^2 = sz2 - m (2 sz - m sg). */
 static void write_grads(const ff_call *c, int64_t b, const ff_item *it) {
     const fg_plan *p = c->p;
     const mas_gauss_soft_outputs *o = c->out;
@@ -156,18 +287,37 @@ static void write_grads(const ff_call *c, int64_t b, const ff_item *it) {
                 store_at(&o->grad_x, b, t, d, t < Y ? it->gz[t * J + d] : 0.0);
     for (int64_t s = 0; s < p->tokens; s++)
         for (int64_t d = 0; d < J; d++) {
-            int in = s < X;
-            if (o->grad_means.data)
-                store_at(&o->grad_means, b, s, d, in ? it->gm[s * J + d] : 0.0);
-            if (o->grad_spread.data) {
-                double g = 0;
-                if (in) {
-                    g = it->gl[s * J + d] - it->gs[s];
-                    if (variance) g *= 0.5 * it->inv[s * J + d];
-                }
-                store_at(&o->grad_spread, b, s, d, g);
+            double gm = 0, gl = 0;
+            if (s < X) {
+                const int64_t k = s * J + d;
+                const double m = it->mu[k], sg = it->gs[s], inv = it->inv[k];
+                gm = inv * (it->sz[k] - m * sg);
+                gl = inv * (it->sz2[k] - m * (2 * it->sz[k] - m * sg)) - sg;
+                if (variance) gl *= 0.5 * inv;
             }
+            if (o->grad_means.data) store_at(&o->grad_means, b, s, d, gm);
+            if (o->grad_spread.data) store_at(&o->grad_spread, b, s, d, gl);
         }
+}
+
+/* The recomputing walk's cell source: the Gaussian cells as the sweep
+ * asks for them, each tile also copied to the block's v (rows: frames
+ * from t0, columns: tokens), which the gammas need: a fourth pass over the
+ * cells saved (the sweep asks for every band cell of the block). */
+typedef struct ff_tee {
+    const dp_cell_source *inner;
+    uint8_t *v;
+    int64_t t0, tp;
+    size_t acc;
+} ff_tee;
+
+static void tee_fill(const void *ctx, int64_t s0, int64_t lanes, int64_t t0, int64_t steps,
+                     int64_t band, int64_t diag, void *dst, int64_t ld) {
+    const ff_tee *c = (const ff_tee *)ctx;
+    c->inner->fill(c->inner->ctx, s0, lanes, t0, steps, band, diag, dst, ld);
+    for (int64_t k = 0; k < steps; k++)
+        memcpy(c->v + ((t0 + k - c->t0) * c->tp + s0) * c->acc,
+               (const uint8_t *)dst + (size_t)(k * ld) * c->acc, (size_t)lanes * c->acc);
 }
 
 static void run_item(void *ctx, int64_t b, int32_t rank) {
@@ -181,10 +331,17 @@ static void run_item(void *ctx, int64_t b, int32_t rank) {
     void *edge = CARVE(w->edge), *redge = CARVE(w->edge);
     uint8_t *ckpt = CARVE(w->ckpt);
     uint8_t *a_blk = CARVE(w->blk), *b_blk = CARVE(w->blk), *v_blk = CARVE(w->blk);
+    double *gam = (double *)CARVE(w->gam);
     double *mu = (double *)CARVE(w->tok), *inv = (double *)CARVE(w->tok);
-    double *gm = (double *)CARVE(w->tok), *gl = (double *)CARVE(w->tok);
+    double *invmu = (double *)CARVE(w->tok);
+    double *sz = (double *)CARVE(w->tok), *sz2 = (double *)CARVE(w->tok);
     double *gs = (double *)CARVE(up((size_t)p->tokens * sizeof(double)));
-    double *z = (double *)CARVE(w->frm), *gz = (double *)CARVE(w->frm);
+    double *z = (double *)CARVE(w->frm), *z2 = (double *)CARVE(w->frm);
+    double *gz = (double *)CARVE(w->frm);
+    double *centre = (double *)CARVE(w->row), *row_a = (double *)CARVE(w->row);
+    double *row_b = (double *)CARVE(w->row);
+    int64_t *list_i = (int64_t *)CARVE(w->list);
+    double *list_g = (double *)CARVE(w->list);
     void *e_f = CARVE(w->e), *e_r = CARVE(w->e), *cp_f = CARVE(w->cp), *cp_r = CARVE(w->cp);
 #undef CARVE
     const size_t acc = p->acc;
@@ -227,22 +384,33 @@ static void run_item(void *ctx, int64_t b, int32_t rank) {
         write_grads(c, b, NULL);
         return;
     }
-    /* the parameters and frames in float64 for the derivatives */
+    /* the parameters and frames in float64 for the derivatives, centred on
+     * the item's mean frame */
     const mas_gauss_params *prm = &p->a->params;
     const int64_t mb = p->model_batch == 1 ? 0 : b;
-    for (int64_t s = 0; s < X; s++)
-        for (int64_t d = 0; d < J; d++) {
-            double sp = load_at(&prm->spread, mb, s, d);
-            mu[s * J + d] = load_at(&prm->means, mb, s, d);
-            inv[s * J + d] = prm->spread_kind == MAS_SPREAD_LOG_STD ? exp(-2.0 * sp) : 1.0 / sp;
-            gm[s * J + d] = gl[s * J + d] = 0;
-        }
-    for (int64_t s = 0; s < X; s++) gs[s] = 0;
+    for (int64_t d = 0; d < J; d++) centre[d] = 0;
     for (int64_t t = 0; t < Y; t++)
         for (int64_t d = 0; d < J; d++) {
             z[t * J + d] = load_at(&p->a->x, b, t, d);
-            gz[t * J + d] = 0;
+            centre[d] += z[t * J + d];
         }
+    for (int64_t d = 0; d < J; d++) centre[d] /= (double)Y;
+    for (int64_t t = 0; t < Y; t++)
+        for (int64_t d = 0; d < J; d++) {
+            const double x = z[t * J + d] - centre[d];
+            z[t * J + d] = x;
+            z2[t * J + d] = x * x;
+        }
+    for (int64_t s = 0; s < X; s++)
+        for (int64_t d = 0; d < J; d++) {
+            const int64_t k = s * J + d;
+            double sp = load_at(&prm->spread, mb, s, d);
+            mu[k] = load_at(&prm->means, mb, s, d) - centre[d];
+            inv[k] = prm->spread_kind == MAS_SPREAD_LOG_STD ? exp(-2.0 * sp) : 1.0 / sp;
+            invmu[k] = inv[k] * mu[k];
+            sz[k] = sz2[k] = 0;
+        }
+    for (int64_t s = 0; s < X; s++) gs[s] = 0;
     fg_prepare(p, c->coef, b, X, Y, 1, e_r, cp_r, &item_r, &src_r);
     dp_problem r = q;
     r.cell_source = &src_r;
@@ -250,8 +418,11 @@ static void run_item(void *ctx, int64_t b, int32_t rank) {
     r.alpha_stride_step = -w->tp;
     q.alpha_stride_state = 1;
     q.alpha_stride_step = w->tp;
+    ff_tee tee = {&src_f, v_blk, 0, w->tp, acc};
+    const dp_cell_source src_tee = {tee_fill, &tee};
+    q.cell_source = &src_tee;
     soft_fill(rcolumn, p->accum, w->tp, -INFINITY);
-    ff_item it = {X, Y, J, w->tp, log_z, mu, inv, z, gm, gl, gs, gz};
+    ff_item it = {X, Y, J, w->tp, log_z, mu, inv, invmu, z, z2, sz, sz2, gs, gz, gam};
     for (int64_t t0 = (Y - 1) / K * K; t0 >= 0; t0 -= K) {
         int64_t t1 = t0 + K < Y ? t0 + K : Y, n = t1 - t0;
         /* beta~ of frames [t0, t1): the reversed walk's steps [Y-t1, Y-t0),
@@ -263,10 +434,9 @@ static void run_item(void *ctx, int64_t b, int32_t rank) {
         memcpy(column, ckpt + (size_t)(t0 / K) * col_bytes, col_bytes);
         q.alpha_out = a_blk - t0 * w->tp * (int64_t)acc;
         start_block(edge, p->accum, t0, n);
-        dp_sweep(&q, 0, X, t0, t1, column, edge);
-        /* the block's cells */
-        p->fill(&item_f, 0, X, t0, n, Y - X, 0, v_blk, w->tp);
-        accumulate(p, &it, t0, t1, a_blk, b_blk, v_blk);
+        tee.t0 = t0;
+        dp_sweep(&q, 0, X, t0, t1, column, edge); /* and the block's cells, v */
+        accumulate(p, &it, t0, t1, a_blk, b_blk, v_blk, row_a, row_b, list_i, list_g);
     }
     write_grads(c, b, &it);
 }

@@ -1,0 +1,128 @@
+/* forward_sum_gaussian on the CPU from C, without Python in the way:
+ * mas_forward_sum_gaussian_cpu for log_z alone and with the three gradients
+ * (to the frames, the means and the log-stds), Glow-TTS layouts (z [B, D, S],
+ * mean / log_std [B, D, T], float32), every item at full length; median of
+ * --repeat. Prints a checksum of the gradients so that two builds can be
+ * compared (they are not bit-contracted: sums in float64, order free).
+ * --random 1: every value standard normal (log-std 0.3 N(0,1)), as the
+ * Python bench; else frames near their diagonal token's mean.
+ *   fused_soft_cpu [--B 8] [--T 256] [--S 1024] [--D 80] [--threads 1] [--repeat 5]
+ *                  [--random 0]
+ * Build: gcc -O2 -Iinclude bench/fused_soft_cpu.c build/rel/libmas.a -lm -lpthread */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "mas.h"
+
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static uint64_t rng = 88172645463325252ull;
+static double normal(void) {
+    double u[2];
+    for (int k = 0; k < 2; k++) {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        u[k] = ((double)(rng >> 11) + 1) * (1.0 / 9007199254740993.0);
+    }
+    return sqrt(-2 * log(u[0])) * cos(6.283185307179586 * u[1]);
+}
+
+int main(int argc, char **argv) {
+    int64_t B = 8, T = 256, S = 1024, D = 80;
+    int threads = 1, repeat = 5, random_data = 0;
+    for (int k = 1; k + 1 < argc; k += 2) {
+        long v = atol(argv[k + 1]);
+        if (!strcmp(argv[k], "--B")) B = v;
+        else if (!strcmp(argv[k], "--T")) T = v;
+        else if (!strcmp(argv[k], "--S")) S = v;
+        else if (!strcmp(argv[k], "--D")) D = v;
+        else if (!strcmp(argv[k], "--threads")) threads = (int)v;
+        else if (!strcmp(argv[k], "--repeat")) repeat = (int)v;
+        else if (!strcmp(argv[k], "--random")) random_data = (int)v;
+        else { fprintf(stderr, "unknown option %s\n", argv[k]); return 2; }
+    }
+    if (repeat < 1 || repeat > 1000) repeat = 5;
+    /* frames near their tokens' means, as after some training: z = mean of
+     * the token at the frame's place on the diagonal + noise */
+    float *z = malloc((size_t)(B * D * S) * 4), *mu = malloc((size_t)(B * D * T) * 4);
+    float *ls = malloc((size_t)(B * D * T) * 4);
+    for (int64_t i = 0; i < B * D * T; i++) {
+        mu[i] = (float)normal();
+        ls[i] = (float)((random_data ? 0.3 : 0.2) * normal());
+    }
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t d = 0; d < D; d++)
+            for (int64_t s = 0; s < S; s++)
+                z[(b * D + d) * S + s] = random_data ? (float)normal()
+                                                      : mu[(b * D + d) * T + s * T / S] + (float)(0.5 * normal());
+    int64_t *xl = malloc((size_t)B * 8), *yl = malloc((size_t)B * 8);
+    for (int64_t b = 0; b < B; b++) { xl[b] = T; yl[b] = S; }
+    mas_gauss_align_args ga;
+    memset(&ga, 0, sizeof ga);
+    ga.x = (mas_tensor3){z, MAS_FLOAT32, 0, {B, S, D}, {D * S, 1, S}};
+    ga.params.means = (mas_tensor3){mu, MAS_FLOAT32, 0, {B, T, D}, {D * T, 1, T}};
+    ga.params.spread = (mas_tensor3){ls, MAS_FLOAT32, 0, {B, T, D}, {D * T, 1, T}};
+    ga.params.spread_kind = MAS_SPREAD_LOG_STD;
+    ga.x_len = xl;
+    ga.y_len = yl;
+    float *log_z = malloc((size_t)B * 4), *gx = malloc((size_t)(B * S * D) * 4);
+    float *gm = malloc((size_t)(B * T * D) * 4), *gl = malloc((size_t)(B * T * D) * 4);
+    mas_gauss_soft_outputs with, without;
+    memset(&with, 0, sizeof with);
+    with.log_z = log_z;
+    with.grad_x = (mas_tensor3){gx, MAS_FLOAT32, 0, {B, S, D}, {D * S, 1, S}};
+    with.grad_means = (mas_tensor3){gm, MAS_FLOAT32, 0, {B, T, D}, {D * T, 1, T}};
+    with.grad_spread = (mas_tensor3){gl, MAS_FLOAT32, 0, {B, T, D}, {D * T, 1, T}};
+    without = with;
+    memset(&without.grad_x, 0, sizeof without.grad_x);
+    memset(&without.grad_means, 0, sizeof without.grad_means);
+    memset(&without.grad_spread, 0, sizeof without.grad_spread);
+    size_t ws = mas_forward_sum_gaussian_cpu_workspace_size(&ga, threads);
+    void *work = malloc(ws);
+    double *t_fwd = malloc((size_t)repeat * 8), *t_grad = malloc((size_t)repeat * 8);
+    for (int r = -1; r < repeat; r++) {
+        double t0 = now_ms();
+        mas_status st = mas_forward_sum_gaussian_cpu(&ga, &without, work, ws, threads, NULL);
+        double t1 = now_ms();
+        mas_status st2 = mas_forward_sum_gaussian_cpu(&ga, &with, work, ws, threads, NULL);
+        double t2 = now_ms();
+        if (st != MAS_OK || st2 != MAS_OK) {
+            fprintf(stderr, "forward_sum_gaussian: %s\n", mas_status_string(st != MAS_OK ? st : st2));
+            return 1;
+        }
+        if (r >= 0) {
+            t_fwd[r] = t1 - t0;
+            t_grad[r] = t2 - t1;
+        }
+    }
+    qsort(t_fwd, (size_t)repeat, 8, cmp_double);
+    qsort(t_grad, (size_t)repeat, 8, cmp_double);
+    double sum[3] = {0, 0, 0};
+    for (int64_t i = 0; i < B * S * D; i++) sum[0] += fabs(gx[i]);
+    for (int64_t i = 0; i < B * T * D; i++) sum[1] += fabs(gm[i]), sum[2] += fabs(gl[i]);
+    printf("forward_sum_gaussian, CPU, B=%lld T=%lld S=%lld D=%lld float32, %d thread(s), "
+           "full lengths, %s data, median of %d\n", (long long)B, (long long)T, (long long)S,
+           (long long)D, threads, random_data ? "random" : "trained-like", repeat);
+    printf("| part | ms |\n|---|---|\n");
+    printf("| log_z only | %.2f |\n", t_fwd[repeat / 2]);
+    printf("| log_z and the three gradients | %.2f |\n", t_grad[repeat / 2]);
+    printf("log_z[0] %.9g; sum |grad|: frames %.9g, means %.9g, log-stds %.9g\n", log_z[0], sum[0],
+           sum[1], sum[2]);
+    free(z); free(mu); free(ls); free(xl); free(yl); free(log_z); free(gx); free(gm); free(gl);
+    free(work); free(t_fwd); free(t_grad);
+    return 0;
+}
