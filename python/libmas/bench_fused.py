@@ -5,7 +5,9 @@ memory, D = 80, float32; both must give the same indices and score bits.
 
 CPU: one thread unless --threads; memory is the peak of NumPy allocations
 during the call (tracemalloc: the [B,T,S] matrix, the workspaces; a
-workspace up to 1 MB is kept between calls and not counted again). CUDA:
+workspace up to 1 MB is kept between calls and not counted again); then,
+with PyTorch installed, ``forward_sum_gaussian`` forward and backward
+against ``forward_sum(gaussian_loglik(...))`` with autograd. CUDA:
 wall time a call in a loop, the kernels' time from torch.profiler and the
 peak of PyTorch's allocator, full lengths, next to the unfused path and to
 Glow-TTS's PyTorch logp + align; then ``forward_sum_gaussian`` forward and
@@ -91,7 +93,55 @@ def bench_cpu(args):
         lines.append(f"| {r['shape']} | {r['fused_ms']:.2f} | {r['unfused_ms']:.2f} | "
                      f"{r['unfused_ms'] / r['fused_ms']:.2f}x | {r['fused_mb']:.1f} | "
                      f"{r['unfused_mb']:.1f} | {'yes' if r['same'] else 'NO'} |")
+    lines += ["", _soft_table_cpu(rng, threads, repeat)]
     return rows, "\n".join(lines)
+
+
+def _soft_table_cpu(rng, threads, repeat):
+    """forward_sum_gaussian, forward and backward, against
+    forward_sum(gaussian_loglik(...)) with autograd, on CPU tensors; PyTorch
+    runs the same number of threads as libmas."""
+    try:
+        import torch
+    except ImportError:
+        return "forward_sum_gaussian: skipped (its backward needs PyTorch, not installed)"
+    old_threads = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    lines = [f"forward_sum_gaussian, forward + backward (log_z.sum().backward() to z, mean and "
+             f"log_std), CPU, {threads} thread(s), uneven lengths; median of {repeat}:",
+             "",
+             "| shape | fused (ms) | forward_sum(gaussian_loglik) (ms) | speed-up "
+             "| largest gradient difference (of the largest gradient) | log_z same bits |",
+             "|---|---|---|---|---|---|"]
+    try:
+        for b, t, s in CPU_SHAPES:
+            z, m, ls, x, y = (torch.from_numpy(a) for a in _inputs(rng, b, t, s))
+
+            def fused_fn(zz, mm, ll):
+                return fused.forward_sum_gaussian(zz, mm, ll, x, y, threads=threads)
+
+            def unfused_fn(zz, mm, ll):
+                v = likelihood.gaussian_loglik(zz, mm, ll, x, y, threads=threads)
+                return soft.forward_sum(v, x, y, threads=threads)
+
+            def grads(fn):
+                args = [a.clone().requires_grad_() for a in (z, m, ls)]
+                fn(*args).sum().backward()
+                return [a.grad for a in args]
+
+            diff = max(float((a - c).abs().max() / c.abs().max().clamp_min(1e-30))
+                       for a, c in zip(grads(fused_fn), grads(unfused_fn)))
+            with torch.no_grad():
+                same = bool(torch.equal(fused_fn(z, m, ls), unfused_fn(z, m, ls)))
+            t_f = _median_ms(lambda: grads(fused_fn), repeat)
+            t_u = _median_ms(lambda: grads(unfused_fn), repeat)
+            lines.append(f"| B={b} T={t} S={s} | {t_f:.2f} | {t_u:.2f} | {t_u / t_f:.2f}x | "
+                         f"{diff:.1e} | {'yes' if same else 'NO'} |")
+            print(f"B={b} T={t} S={s}: forward_sum_gaussian fused {t_f:.2f} ms, unfused "
+                  f"{t_u:.2f} ms", file=sys.stderr, flush=True)
+    finally:
+        torch.set_num_threads(old_threads)
+    return "\n".join(lines)
 
 
 def bench_cuda(args):
