@@ -6,38 +6,8 @@
  * give the same indices and score bits before timing. Median of --repeat.
  *   fused_cpu [--B 8] [--T 256] [--S 1024] [--D 80] [--threads 1] [--repeat 9]
  * Build: gcc -O2 -Iinclude bench/fused_cpu.c build/rel/libmas.a -lm -lpthread */
-#include <math.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-
+#include "fused_cpu_common.h"
 #include "mas.h"
-
-static double now_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return v[n / 2];
-}
-
-static uint64_t rng = 88172645463325252ull;
-static double uniform(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (double)(rng >> 11) * (1.0 / 9007199254740992.0);
-}
 
 #define OK(call)                                                                      \
     do {                                                                              \
@@ -49,18 +19,11 @@ static double uniform(void) {
     } while (0)
 
 int main(int argc, char **argv) {
-    int64_t B = 8, T = 256, S = 1024, D = 80;
-    int threads = 1, repeat = 9;
-    for (int k = 1; k + 1 < argc; k += 2) {
-        long v = atol(argv[k + 1]);
-        if (!strcmp(argv[k], "--B")) B = v;
-        else if (!strcmp(argv[k], "--T")) T = v;
-        else if (!strcmp(argv[k], "--S")) S = v;
-        else if (!strcmp(argv[k], "--D")) D = v;
-        else if (!strcmp(argv[k], "--threads")) threads = (int)v;
-        else if (!strcmp(argv[k], "--repeat")) repeat = (int)v;
-        else { fprintf(stderr, "unknown option %s\n", argv[k]); return 2; }
-    }
+    fused_opts o = {8, 256, 1024, 80, 1, 9, 0};
+    if (fused_opts_parse(argc, argv, &o)) return 2;
+    const int64_t B = o.B, T = o.T, S = o.S, D = o.D;
+    const int threads = o.threads;
+    int repeat = o.repeat;
     if (repeat < 1 || repeat > 1000) repeat = 9;
     float *z = malloc((size_t)(B * D * S) * 4), *mu = malloc((size_t)(B * D * T) * 4);
     float *ls = malloc((size_t)(B * D * T) * 4);

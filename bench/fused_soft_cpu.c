@@ -9,52 +9,21 @@
  *   fused_soft_cpu [--B 8] [--T 256] [--S 1024] [--D 80] [--threads 1] [--repeat 5]
  *                  [--random 0]
  * Build: gcc -O2 -Iinclude bench/fused_soft_cpu.c build/rel/libmas.a -lm -lpthread */
-#include <math.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-
+#include "fused_cpu_common.h"
 #include "mas.h"
 
-static double now_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static uint64_t rng = 88172645463325252ull;
+/* standard normal (Box-Muller) */
 static double normal(void) {
-    double u[2];
-    for (int k = 0; k < 2; k++) {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        u[k] = ((double)(rng >> 11) + 1) * (1.0 / 9007199254740993.0);
-    }
-    return sqrt(-2 * log(u[0])) * cos(6.283185307179586 * u[1]);
+    const double u0 = 1 - uniform(), u1 = uniform(); /* u0 in (0, 1] */
+    return sqrt(-2 * log(u0)) * cos(6.283185307179586 * u1);
 }
 
 int main(int argc, char **argv) {
-    int64_t B = 8, T = 256, S = 1024, D = 80;
-    int threads = 1, repeat = 5, random_data = 0;
-    for (int k = 1; k + 1 < argc; k += 2) {
-        long v = atol(argv[k + 1]);
-        if (!strcmp(argv[k], "--B")) B = v;
-        else if (!strcmp(argv[k], "--T")) T = v;
-        else if (!strcmp(argv[k], "--S")) S = v;
-        else if (!strcmp(argv[k], "--D")) D = v;
-        else if (!strcmp(argv[k], "--threads")) threads = (int)v;
-        else if (!strcmp(argv[k], "--repeat")) repeat = (int)v;
-        else if (!strcmp(argv[k], "--random")) random_data = (int)v;
-        else { fprintf(stderr, "unknown option %s\n", argv[k]); return 2; }
-    }
+    fused_opts o = {8, 256, 1024, 80, 1, 5, 0};
+    if (fused_opts_parse(argc, argv, &o)) return 2;
+    const int64_t B = o.B, T = o.T, S = o.S, D = o.D;
+    const int threads = o.threads, random_data = o.random;
+    int repeat = o.repeat;
     if (repeat < 1 || repeat > 1000) repeat = 5;
     /* frames near their tokens' means, as after some training: z = mean of
      * the token at the frame's place on the diagonal + noise */
@@ -109,8 +78,7 @@ int main(int argc, char **argv) {
             t_grad[r] = t2 - t1;
         }
     }
-    qsort(t_fwd, (size_t)repeat, 8, cmp_double);
-    qsort(t_grad, (size_t)repeat, 8, cmp_double);
+    const double m_fwd = median(t_fwd, repeat), m_grad = median(t_grad, repeat);
     double sum[3] = {0, 0, 0};
     for (int64_t i = 0; i < B * S * D; i++) sum[0] += fabs(gx[i]);
     for (int64_t i = 0; i < B * T * D; i++) sum[1] += fabs(gm[i]), sum[2] += fabs(gl[i]);
@@ -118,8 +86,8 @@ int main(int argc, char **argv) {
            "full lengths, %s data, median of %d\n", (long long)B, (long long)T, (long long)S,
            (long long)D, threads, random_data ? "random" : "trained-like", repeat);
     printf("| part | ms |\n|---|---|\n");
-    printf("| log_z only | %.2f |\n", t_fwd[repeat / 2]);
-    printf("| log_z and the three gradients | %.2f |\n", t_grad[repeat / 2]);
+    printf("| log_z only | %.2f |\n", m_fwd);
+    printf("| log_z and the three gradients | %.2f |\n", m_grad);
     printf("log_z[0] %.9g; sum |grad|: frames %.9g, means %.9g, log-stds %.9g\n", log_z[0], sum[0],
            sum[1], sum[2]);
     free(z); free(mu); free(ls); free(xl); free(yl); free(log_z); free(gx); free(gm); free(gl);
