@@ -33,16 +33,7 @@ int main(int argc, char **argv) {
         ls[i] = (float)(0.5 * uniform() - 0.25);
     }
     int64_t *xl = malloc((size_t)B * 8), *yl = malloc((size_t)B * 8);
-    for (int64_t b = 0; b < B; b++) { xl[b] = T; yl[b] = S; }
-
-    mas_gauss_align_args ga;
-    memset(&ga, 0, sizeof ga);
-    ga.x = (mas_tensor3){z, MAS_FLOAT32, 0, {B, S, D}, {D * S, 1, S}};
-    ga.params.means = (mas_tensor3){mu, MAS_FLOAT32, 0, {B, T, D}, {D * T, 1, T}};
-    ga.params.spread = (mas_tensor3){ls, MAS_FLOAT32, 0, {B, T, D}, {D * T, 1, T}};
-    ga.params.spread_kind = MAS_SPREAD_LOG_STD;
-    ga.x_len = xl;
-    ga.y_len = yl;
+    mas_gauss_align_args ga = glow_args(z, mu, ls, xl, yl, B, T, S, D);
 
     int32_t *idx_f = malloc((size_t)(B * S) * 4), *idx_u = malloc((size_t)(B * S) * 4);
     float sc_f[4096], sc_u[4096];

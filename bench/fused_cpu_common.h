@@ -11,6 +11,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "mas.h"
+
 static double now_ms(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -60,6 +62,26 @@ static int fused_opts_parse(int argc, char **argv, fused_opts *o) {
         }
     }
     return 0;
+}
+
+/* The fused ops' arguments in Glow-TTS's layouts (z [B, D, S], mean and
+ * log_std [B, D, T], float32), every item at full length: xl and yl (B
+ * each) are filled. */
+static mas_gauss_align_args glow_args(float *z, float *mu, float *ls, int64_t *xl, int64_t *yl,
+                                      int64_t B, int64_t T, int64_t S, int64_t D) {
+    for (int64_t b = 0; b < B; b++) {
+        xl[b] = T;
+        yl[b] = S;
+    }
+    mas_gauss_align_args ga;
+    memset(&ga, 0, sizeof ga);
+    ga.x = (mas_tensor3){z, MAS_FLOAT32, 0, {B, S, D}, {D * S, 1, S}};
+    ga.params.means = (mas_tensor3){mu, MAS_FLOAT32, 0, {B, T, D}, {D * T, 1, T}};
+    ga.params.spread = (mas_tensor3){ls, MAS_FLOAT32, 0, {B, T, D}, {D * T, 1, T}};
+    ga.params.spread_kind = MAS_SPREAD_LOG_STD;
+    ga.x_len = xl;
+    ga.y_len = yl;
+    return ga;
 }
 
 #endif
