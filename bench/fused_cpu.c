@@ -19,7 +19,7 @@
     } while (0)
 
 int main(int argc, char **argv) {
-    fused_opts o = {8, 256, 1024, 80, 1, 9, 0};
+    fused_opts o = {8, 256, 1024, 80, 1, 9, -1};
     if (fused_opts_parse(argc, argv, &o)) return 2;
     const int64_t B = o.B, T = o.T, S = o.S, D = o.D;
     const int threads = o.threads;

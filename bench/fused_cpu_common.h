@@ -41,11 +41,12 @@ static double uniform(void) {
 
 typedef struct fused_opts {
     int64_t B, T, S, D;
-    int threads, repeat, random; /* random: fused_soft_cpu's --random */
+    int threads, repeat, random; /* random: fused_soft_cpu's --random; -1: no such option */
 } fused_opts;
 
-/* Reads --B --T --S --D --threads --repeat --random over the defaults in
- * *o. Returns 0, or 2 after printing the unknown option. */
+/* Reads --B --T --S --D --threads --repeat (and --random unless o->random
+ * is -1) over the defaults in *o. Returns 0, or 2 after printing the
+ * unknown option. */
 static int fused_opts_parse(int argc, char **argv, fused_opts *o) {
     for (int k = 1; k + 1 < argc; k += 2) {
         long v = atol(argv[k + 1]);
@@ -55,7 +56,7 @@ static int fused_opts_parse(int argc, char **argv, fused_opts *o) {
         else if (!strcmp(argv[k], "--D")) o->D = v;
         else if (!strcmp(argv[k], "--threads")) o->threads = (int)v;
         else if (!strcmp(argv[k], "--repeat")) o->repeat = (int)v;
-        else if (!strcmp(argv[k], "--random")) o->random = (int)v;
+        else if (!strcmp(argv[k], "--random") && o->random >= 0) o->random = (int)v;
         else {
             fprintf(stderr, "unknown option %s\n", argv[k]);
             return 2;
