@@ -30,17 +30,21 @@
 #define DM_ADD(a, b) ((a) + (b))
 #endif
 
-#if !defined(__CUDA_ARCH__)
 #include <stdint.h>
+#if !defined(__CUDA_ARCH__)
 #include <string.h>
+#endif
 /* 2^e for -1022 <= e <= 1023, a normal double, from its exponent bits. */
-static inline double mas_det_pow2(int e) {
-    uint64_t bits = (uint64_t)(e + 1023) << 52;
+DM_FN double mas_det_pow2(int e) {
+    const uint64_t bits = (uint64_t)(e + 1023) << 52;
+#if defined(__CUDA_ARCH__)
+    return __longlong_as_double((long long)bits);
+#else
     double d;
     memcpy(&d, &bits, sizeof d);
     return d;
-}
 #endif
+}
 
 /* The constants of mas_det_exp, also read by lib/cpu/det_exp_avx512.c,
  * which repeats its operations lane by lane: a change here is a change
@@ -73,18 +77,13 @@ DM_FN double mas_det_exp(double x) {
     p = fma(p, r, 1.0);
     /* 2^n in two steps so that n down to -1075 (subnormal results) is exact */
     int e = (int)n;
-#if defined(__CUDA_ARCH__)
-    if (e < -1000) return ldexp(ldexp(p, e + 1000), -1000);
-    return ldexp(p, e);
-#else
-    /* On the host a product with 2^e built from its bits, not a call to the
-     * C library's ldexp: the same bits, since both are the correctly rounded
-     * p * 2^e (p in [0.7, 1.42]: the only rounding is into the subnormals,
-     * once either way). */
+    /* 2^e built from its bits, not ldexp (on the device a software routine):
+     * the same bits, since both are the correctly rounded p * 2^e (p in
+     * [0.7, 1.42]: the only rounding is into the subnormals, once either
+     * way). */
     if (e < -1000) return DM_MUL(DM_MUL(p, mas_det_pow2(e + 1000)), mas_det_pow2(-1000));
     if (e > 1023) return DM_MUL(DM_MUL(p, mas_det_pow2(1023)), 2.0); /* x near 709.78 */
     return DM_MUL(p, mas_det_pow2(e));
-#endif
 }
 
 /* log(x) for x > 0: x = m 2^e with m in [sqrt(1/2), sqrt(2)), log m =

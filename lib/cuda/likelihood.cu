@@ -28,11 +28,23 @@ namespace {
  * shared memory and warp 0 adds each Gaussian's in dimension order, as
  * the CPU does, so K keeps its bits. One thread a Gaussian (each thread J
  * exps in one chain, B*T/256 blocks) took 60-95 us at Glow-TTS shapes, a
- * quarter to a third of align_gaussian's kernels (H200, 2026-11-27). */
+ * quarter to a third of align_gaussian's kernels (H200, 2026-11-27). A
+ * warp's next dimension is loaded while this one is computed, and float32
+ * log-std models (Glow-TTS's) have a kernel of their own, loads typed and
+ * the variance branch compiled out: 20 -> 15 us at B=32 T=512 D=80 (ncu,
+ * H100, 2026-11-27; with the 2^n of mas_det_exp built from its bits). */
 constexpr int kCoefWarps = 8;
 constexpr int kCoefDims = 64; /* K terms a Gaussian parks at once */
 
-template <typename TC>
+/* element off of a means or spread tensor as float64 */
+template <bool FAST> __device__ __forceinline__ double coef_in(const mas_tensor3 &t, int64_t off) {
+    if (FAST) return (double)__ldg((const float *)t.data + off);
+    return load_elem<double>(t.data, t.dtype, off);
+}
+
+/* FAST: float32 means and log-std spreads (Glow-TTS's), loaded as such
+ * and with the variance branch compiled out */
+template <typename TC, bool FAST>
 __global__ void __launch_bounds__(kCoefWarps * 32)
     gauss_coef_kernel(mas_gauss_params prm, TC *coef, int64_t c0, int64_t c1, int64_t c2,
                       uint64_t *error_word) {
@@ -51,12 +63,24 @@ __global__ void __launch_bounds__(kCoefWarps * 32)
         for (int64_t j0 = 0; j0 < J; j0 += kCoefDims) {
             const int nj = J - j0 < kCoefDims ? (int)(J - j0) : kCoefDims;
             __syncthreads(); /* good[] is set; the last terms are added */
+            /* the next dimension's loads in flight while this one's exps run */
+            const int64_t mo = b * mt.stride[0] + k * mt.stride[1];
+            const int64_t so = b * st.stride[0] + k * st.stride[1];
+            double mu_n = 0, sp_n = 0;
+            if (warp < nj && live) {
+                mu_n = coef_in<FAST>(mt, mo + (j0 + warp) * mt.stride[2]);
+                sp_n = coef_in<FAST>(st, so + (j0 + warp) * st.stride[2]);
+            }
             for (int q = warp; q < nj && live; q += kCoefWarps) {
                 const int64_t j = j0 + q;
-                double mu = load_elem<double>(mt.data, mt.dtype, b * mt.stride[0] + k * mt.stride[1] + j * mt.stride[2]);
-                double sp = load_elem<double>(st.data, st.dtype, b * st.stride[0] + k * st.stride[1] + j * st.stride[2]);
+                const double mu = mu_n, sp = sp_n;
+                if (q + kCoefWarps < nj) {
+                    mu_n = coef_in<FAST>(mt, mo + (j + kCoefWarps) * mt.stride[2]);
+                    sp_n = coef_in<FAST>(st, so + (j + kCoefWarps) * st.stride[2]);
+                }
                 double a = 0, bb = 0, kt = 0;
-                bool ok = mas_gauss_coef_dim(mu, sp, prm.spread_kind, &a, &bb, &kt);
+                const int32_t kind = FAST ? (int32_t)MAS_SPREAD_LOG_STD : prm.spread_kind;
+                bool ok = mas_gauss_coef_dim(mu, sp, kind, &a, &bb, &kt);
                 park[q][lane] = kt;
                 const TC a_r = (TC)a, b_r = (TC)bb;
                 out[(1 + j) * c1] = a_r;
@@ -80,6 +104,16 @@ __global__ void __launch_bounds__(kCoefWarps * 32)
                 report_error(error_word, b * M + k, MAS_ERR_BAD_MODEL);
         }
     }
+}
+
+template <typename TC>
+void launch_coef(const mas_gauss_params &prm, const mas_tensor3 &coef, unsigned blocks,
+                 cudaStream_t s, uint64_t *error_word) {
+    const bool fast = prm.means.dtype == MAS_FLOAT32 && prm.spread.dtype == MAS_FLOAT32 &&
+                      prm.spread_kind == MAS_SPREAD_LOG_STD;
+    auto kernel = fast ? gauss_coef_kernel<TC, true> : gauss_coef_kernel<TC, false>;
+    kernel<<<blocks, kCoefWarps * 32, 0, s>>>(prm, (TC *)coef.data, coef.stride[0], coef.stride[1],
+                                               coef.stride[2], error_word);
 }
 
 /* ---- log-likelihoods -------------------------------------------------------- */
@@ -190,16 +224,16 @@ mas_status launch_uniform(const LLParams &lp, int64_t G, const DeviceInfo *dev,
  * No offsets, no best, copyable coefficients and the shared memory for 2J. */
 bool items_fit(const LLParams &p, const DeviceInfo *dev) {
     if (p.offsets || p.best || !copies_fit(p)) return false;
-    return items_smem(items_kp(p.J)) + 1024 <= (size_t)dev->smem_optin;
+    return items_smem(p.J) + 1024 <= (size_t)dev->smem_optin;
 }
 
-template <typename TX>
+template <typename TX, int ROWS>
 mas_status launch_items(const LLParams &lp, const DeviceInfo *dev, cudaStream_t stream) {
     ItemsParams p;
     p.l = lp;
     p.kp = items_kp(lp.J);
-    auto kernel = loglik_items<TX>;
-    const size_t smem = items_smem(p.kp);
+    auto kernel = loglik_items<TX, ROWS>;
+    const size_t smem = items_smem(lp.J);
     static KernelCache cache;
     mas_status st = ensure_smem(cache, kernel, *dev, smem);
     if (st != MAS_OK) return st;
@@ -224,7 +258,9 @@ mas_status dispatch_loglik(const LLParams &p, const DeviceInfo *dev, cudaStream_
         }
         if (uniform_fits(p, mixture_size, dev, false))
             return launch_uniform<TX, false>(p, mixture_size, dev, stream);
-        if (items_fit(p, dev)) return launch_items<TX>(p, dev, stream);
+        if (items_fit(p, dev))
+            return items_rows(p.J) == 32 ? launch_items<TX, 32>(p, dev, stream)
+                                         : launch_items<TX, 16>(p, dev, stream);
     }
     /* the mixture kernel has no registers to spare for wider slices */
     if (p.offsets) return launch_loglik<TA, TX, TF, 8, true>(p, dev, stream);
@@ -245,13 +281,9 @@ extern "C" mas_status mas_gauss_coef_cuda(const mas_gauss_params *params,
     int64_t blocks = tiles < (int64_t)dev.sms * 16 ? tiles : (int64_t)dev.sms * 16;
     cudaStream_t s = (cudaStream_t)stream;
     if (coef->dtype == MAS_FLOAT32)
-        gauss_coef_kernel<float><<<(unsigned)blocks, kCoefWarps * 32, 0, s>>>(
-            *params, (float *)coef->data, coef->stride[0], coef->stride[1], coef->stride[2],
-            error_word);
+        launch_coef<float>(*params, *coef, (unsigned)blocks, s, error_word);
     else
-        gauss_coef_kernel<double><<<(unsigned)blocks, kCoefWarps * 32, 0, s>>>(
-            *params, (double *)coef->data, coef->stride[0], coef->stride[1], coef->stride[2],
-            error_word);
+        launch_coef<double>(*params, *coef, (unsigned)blocks, s, error_word);
     return cudaGetLastError() == cudaSuccess ? MAS_OK : MAS_ERR_CUDA;
 }
 

@@ -14,10 +14,15 @@
  * keeps its e = [x, x*x] tile in shared memory ([KP][frames]), a thread
  * holds 8 frames x 8 states (four 16-byte shared loads a row for 64
  * fmas). With 2J = 160 the coefficients of a chunk of 128 states do not fit
- * next to e for two blocks, so they stream through a ring of kItStages
- * slices of kItRows rows, copied asynchronously (cp.async) two slices
- * ahead, across chunk boundaries; row 0 (K) comes with a chunk's first
- * slice into one of three buffers.
+ * next to e for two blocks, so they stream through a ring of slices,
+ * copied asynchronously (cp.async) across chunk boundaries; row 0 (K)
+ * comes with a chunk's first slice into a buffer of its own. Slices are 32
+ * rows in a ring of two (one read, one in flight) where 2J is a multiple
+ * of 32, else 16 rows in a ring of three: a slice costs a barrier and ~120
+ * instructions of copy addressing a thread, so 32 rows took the Glow-TTS
+ * row from 300 to 289 us (H100, 2026-11-27), and 2 x 33 rows of 128 states
+ * next to an e tile of 160 rows are exactly the 113 KB that two blocks a
+ * multiprocessor may have.
  *
  * Lengths: nothing outside them is read (the copies of the last columns of
  * a range read only the states inside it); outputs outside them are 0. */
@@ -28,35 +33,43 @@
 
 namespace mas_cuda {
 
-constexpr int kItRows = 16;  /* rows of coefficients a slice */
-constexpr int kItStages = 3; /* slices in the ring: one read, two in flight */
-
 struct ItemsParams {
     LLParams l;
-    int kp;               /* 2J rounded up to a multiple of kItRows */
+    int kp;               /* 2J rounded up to whole slices */
     int64_t ranges, spr;  /* units: B x ranges x l.ftiles; spr states a range */
 };
 
-/* 2J rounded up to whole slices */
-__host__ __device__ inline int items_kp(int64_t J) { return (int)((2 * J + kItRows - 1) / kItRows * kItRows); }
+/* Rows of coefficients a slice for 2J, and slices in the ring for them */
+__host__ __device__ constexpr int items_rows(int64_t J) { return (2 * J) % 32 == 0 ? 32 : 16; }
+__host__ __device__ constexpr int items_stages(int rows) { return rows == 32 ? 2 : 3; }
 
-/* Shared memory: the e tile [KP][frames], the ring [stages][rows][128] and
- * K of three chunks [stages][128] (chunk c's K is copied two slices before
- * its first, which with one slice a chunk is during chunk c - 2). */
-__host__ __device__ inline size_t items_smem(int kp) {
-    return ((size_t)kp * kUniFrames + (size_t)kItStages * (kItRows + 1) * kUniGauss) * sizeof(float);
+/* 2J rounded up to whole slices */
+__host__ __device__ inline int items_kp(int64_t J) {
+    const int r = items_rows(J);
+    return (int)((2 * J + r - 1) / r * r);
 }
 
-template <typename TX>
+/* Shared memory: the e tile [KP][frames], the ring [stages][rows][128] and
+ * K of as many chunks [stages][128] (chunk c's K is copied stages - 1
+ * slices before its first, which with one slice a chunk is during chunk
+ * c - stages + 1). */
+__host__ __device__ inline size_t items_smem(int64_t J) {
+    const int r = items_rows(J);
+    return ((size_t)items_kp(J) * kUniFrames + (size_t)items_stages(r) * (r + 1) * kUniGauss) *
+           sizeof(float);
+}
+
+template <typename TX, int ROWS>
 __global__ void __launch_bounds__(kUniThreads, 2) loglik_items(ItemsParams p) {
+    constexpr int STAGES = items_stages(ROWS);
     extern __shared__ __align__(16) float it_sm[];
     const int KP = p.kp;
-    float *e_s = it_sm;                              /* [KP][kUniFrames] */
-    float *ring = e_s + KP * kUniFrames;             /* [kItStages][kItRows][kUniGauss] */
-    float *k_s = ring + kItStages * kItRows * kUniGauss; /* [kItStages][kUniGauss] */
+    float *e_s = it_sm;                          /* [KP][kUniFrames] */
+    float *ring = e_s + KP * kUniFrames;         /* [STAGES][ROWS][kUniGauss] */
+    float *k_s = ring + STAGES * ROWS * kUniGauss; /* [STAGES][kUniGauss] */
     const int tid = threadIdx.x, tf = tid >> 4, tg = tid & 15;
     const LLParams &lp = p.l;
-    const int J = (int)lp.J, J2 = 2 * J, nsl = KP / kItRows;
+    const int J = (int)lp.J, J2 = 2 * J, nsl = KP / ROWS;
     const int64_t units = lp.B * p.ranges * lp.ftiles;
     float *out = (float *)lp.out;
 
@@ -79,16 +92,12 @@ __global__ void __launch_bounds__(kUniThreads, 2) loglik_items(ItemsParams p) {
         const int gspan = (int)(s_end - s_a); /* states of the unit, < 2^31 (host) */
 
         __syncthreads(); /* the previous unit is done with e, the ring and K */
-        /* a unit is a few chunks here: the fill's memory latency shows, so
-         * more loads in flight than loglik_uniform.cuh's */
-        uni_fill_e<TX, false, 10>(e_s, KP, J, (const TX *)lp.x + b * lp.xs0 + f0 * lp.xs1, lp.xs1,
-                              lp.xs2, nf);
 
-        /* slice q = (chunk q / nsl, slice q % nsl): rows 1 + 16 slice ..
-         * of states [128 chunk, +128) into ring stage q % kItStages; a
-         * thread copies columns [n4, n4 + 4) of rows r0 and r0 + 8, and of
-         * row 0 (K) with a chunk's first slice (threads 0..31). Columns
-         * past the unit's states are zero-filled, not read. */
+        /* slice q = (chunk q / nsl, slice q % nsl): rows 1 + ROWS slice ..
+         * of states [128 chunk, +128) into ring stage q % STAGES; a thread
+         * copies columns [n4, n4 + 4) of rows r0, r0 + 8, ..., and of row 0
+         * (K) with a chunk's first slice (threads 0..31). Columns past the
+         * unit's states are zero-filled, not read. */
         const float *coef_u = (const float *)lp.coef + b * lp.cs0 + s_a;
         const int r0 = tid >> 5, n4 = 4 * (tid & 31);
         const int total = (gspan + kUniGauss - 1) / kUniGauss * nsl;
@@ -96,21 +105,21 @@ __global__ void __launch_bounds__(kUniThreads, 2) loglik_items(ItemsParams p) {
             if (q < total) {
                 const int col = chunk * kUniGauss + n4;
                 const int bytes = 4 * max(0, min(4, gspan - col));
-                float *dst = ring + (q % kItStages) * kItRows * kUniGauss + r0 * kUniGauss + n4;
+                float *dst = ring + (q % STAGES) * ROWS * kUniGauss + r0 * kUniGauss + n4;
 #pragma unroll
-                for (int h = 0; h < 2; h++) {
-                    const int r = 1 + slice * kItRows + r0 + 8 * h;
+                for (int h = 0; h < ROWS / 8; h++) {
+                    const int r = 1 + slice * ROWS + r0 + 8 * h;
                     const bool in = r <= J2 && bytes > 0;
                     uni_copy16(dst + 8 * h * kUniGauss, in ? coef_u + (int64_t)r * lp.cs1 + col : coef_u,
                                in ? bytes : 0);
                 }
                 if (slice == 0 && tid < 32)
-                    uni_copy16(k_s + (chunk % kItStages) * kUniGauss + n4, bytes > 0 ? coef_u + col : coef_u,
+                    uni_copy16(k_s + (chunk % STAGES) * kUniGauss + n4, bytes > 0 ? coef_u + col : coef_u,
                                bytes);
             }
-            async_commit(); /* a group every slice, empty past the end: wait<1> stays exact */
+            async_commit(); /* a group every slice, empty past the end: the wait stays exact */
         };
-        /* the slice fetched next: two ahead of the one computed */
+        /* the slice fetched next: STAGES - 1 ahead of the one computed */
         int fq = 0, fchunk = 0, fslice = 0;
         auto fetch_next = [&]() {
             fetch(fq, fchunk, fslice);
@@ -120,19 +129,22 @@ __global__ void __launch_bounds__(kUniThreads, 2) loglik_items(ItemsParams p) {
                 fchunk++;
             }
         };
-        fetch_next();
-        fetch_next();
+        for (int k = 0; k < STAGES - 1; k++) fetch_next(); /* in flight while e is filled */
+        /* a unit is a few chunks here: the fill's memory latency shows, so
+         * more loads in flight than loglik_uniform.cuh's */
+        uni_fill_e<TX, false, 10>(e_s, KP, J, (const TX *)lp.x + b * lp.xs0 + f0 * lp.xs1, lp.xs1,
+                                  lp.xs2, nf);
 
         float acc[8][8];
         int q = 0;
         for (int chunk = 0; chunk * kUniGauss < gspan; chunk++) {
             const int gofs = chunk * kUniGauss;
             for (int slice = 0; slice < nsl; slice++, q++) {
-                async_wait<1>();
-                __syncthreads(); /* slice q (and e) visible; stage (q + 2) % 3 free */
+                async_wait<STAGES - 2>();
+                __syncthreads(); /* slice q (and e) visible; stage (q - 1) % STAGES free */
                 fetch_next();
                 if (slice == 0) {
-                    const float *kc = k_s + (chunk % kItStages) * kUniGauss;
+                    const float *kc = k_s + (chunk % STAGES) * kUniGauss;
                     const float4 ka = *(const float4 *)(kc + tg * 4);
                     const float4 kb = *(const float4 *)(kc + 64 + tg * 4);
                     const float kv[8] = {ka.x, ka.y, ka.z, ka.w, kb.x, kb.y, kb.z, kb.w};
@@ -145,10 +157,10 @@ __global__ void __launch_bounds__(kUniThreads, 2) loglik_items(ItemsParams p) {
                  * written out here (and the zeros above not by ll_zero):
                  * through those helpers ptxas spilled this kernel at 128
                  * registers (48-88 bytes) */
-                const float *ep = e_s + slice * kItRows * kUniFrames + tf * 4;
-                const float *cp = ring + (q % kItStages) * kItRows * kUniGauss + tg * 4;
+                const float *ep = e_s + slice * ROWS * kUniFrames + tf * 4;
+                const float *cp = ring + (q % STAGES) * ROWS * kUniGauss + tg * 4;
 #pragma unroll
-                for (int k = 0; k < kItRows; k++) {
+                for (int k = 0; k < ROWS; k++) {
                     const float4 ea = *(const float4 *)(ep + k * kUniFrames);
                     const float4 eb = *(const float4 *)(ep + k * kUniFrames + 64);
                     const float4 ca = *(const float4 *)(cp + k * kUniGauss);

@@ -84,6 +84,7 @@ struct Case {
     int32_t x_dtype;
     int32_t precision;  /* mas_precision: TF32 is checked against an error bound */
     int64_t uniform;    /* G: every state G Gaussians, stated as mixture_size (0: random sizes) */
+    bool f32_model;     /* means and spreads float32 (Glow-TTS's; else float64) */
 };
 
 static const char *dtype_name(int32_t d) {
@@ -92,10 +93,10 @@ static const char *dtype_name(int32_t d) {
 
 static void run_case(const Case &c) {
     snprintf(g_case, sizeof g_case,
-             "B=%lld N=%lld J=%lld M=%lld S=%lld item=%d mix=%d logstd=%d w=%d len=%d max=%d best=%d bst=%d zx=%d %s prec=%d G=%lld",
+             "B=%lld N=%lld J=%lld M=%lld S=%lld item=%d mix=%d logstd=%d w=%d len=%d max=%d best=%d bst=%d zx=%d %s prec=%d G=%lld m32=%d",
              (long long)c.B, (long long)c.N, (long long)c.J, (long long)c.M, (long long)c.n_states,
              c.per_item, c.mixture, c.log_std, c.weights, c.lengths, c.max_mode, c.want_best, c.bst,
-             c.frame_major_x, dtype_name(c.x_dtype), (int)c.precision, (long long)c.uniform);
+             c.frame_major_x, dtype_name(c.x_dtype), (int)c.precision, (long long)c.uniform, c.f32_model);
     const int64_t B = c.B, N = c.N, J = c.J, M = c.M, S = c.n_states, P = 2 * J + 1;
     const int64_t Bp = c.per_item ? B : 1;
     const bool f64 = c.x_dtype == MAS_FLOAT64;
@@ -130,6 +131,9 @@ static void run_case(const Case &c) {
     for (auto &v : sp) v = c.log_std ? 0.3 * nrand() : 0.5 + 1.5 * urand();
     if (c.weights)
         for (auto &v : lw) v = urand() < 0.05 ? -INFINITY : log(0.05 + urand());
+    if (c.f32_model) /* the values the kernel reads */
+        for (auto *p : {&mu, &sp})
+            for (auto &v : *p) v = (double)(float)v;
     /* frames, standardised; x stored [B, N, J] or [B, J, N] */
     std::vector<double> xv(B * N * J);
     for (auto &v : xv) v = nrand();
@@ -157,10 +161,13 @@ static void run_case(const Case &c) {
             s_len[b] = irand(0, S);
         }
 
-    /* device copies (parameters as float64 arrays: the coef kernel reads any dtype) */
+    /* device copies (parameters as float64 arrays, or float32 ones) */
     Dev<double> d_mu(mu.size()), d_sp(sp.size()), d_lw(lw.size());
+    Dev<float> d_mu32(mu.size()), d_sp32(sp.size());
     d_mu.put(mu);
     d_sp.put(sp);
+    d_mu32.put(std::vector<float>(mu.begin(), mu.end()));
+    d_sp32.put(std::vector<float>(sp.begin(), sp.end()));
     d_lw.put(lw);
     Dev<unsigned char> d_x(xbytes.size());
     CUDA_OK(cudaMemcpy(d_x.p, xbytes.data(), xbytes.size(), cudaMemcpyHostToDevice));
@@ -178,6 +185,10 @@ static void run_case(const Case &c) {
     memset(&prm, 0, sizeof prm);
     prm.means = {d_mu.p, MAS_FLOAT64, 0, {Bp, M, J}, {M * J, J, 1}};
     prm.spread = {d_sp.p, MAS_FLOAT64, 0, {Bp, M, J}, {M * J, J, 1}};
+    if (c.f32_model) {
+        prm.means = {d_mu32.p, MAS_FLOAT32, 0, {Bp, M, J}, {M * J, J, 1}};
+        prm.spread = {d_sp32.p, MAS_FLOAT32, 0, {Bp, M, J}, {M * J, J, 1}};
+    }
     prm.spread_kind = c.log_std ? MAS_SPREAD_LOG_STD : MAS_SPREAD_VARIANCE;
     if (c.weights) prm.log_weights = {d_lw.p, MAS_FLOAT64, 0, {Bp, 1, M}, {M, M, 1}};
     mas_tensor3 coef = {d_coef.p, acc, 0, {Bp, P, M}, {P * M, M, 1}};
@@ -436,7 +447,18 @@ int main(int argc, char **argv) {
         c.x_dtype = dtypes[irand(0, 3)];
         c.precision = urand() < 0.25 ? MAS_PRECISION_TF32 : MAS_PRECISION_DEFAULT;
         c.uniform = 0;
+        c.f32_model = urand() < 0.5;
         run_case(c);
+    }
+    /* one Gaussian a state with 2J a multiple of 32 (loglik_items.cuh's
+     * 32-row slices; J = 16 also in the small set, which the sanitizers
+     * run), float32 log-std models (the coefficient kernel's fast path),
+     * uneven lengths */
+    for (int r = 0; r < 2; r++) {
+        Case g = {2, small ? 70 : 260, 16, 0, small ? 20 : 140, true, false, true, r == 0, true,
+                  false, false, r == 1, r == 0, MAS_FLOAT32, MAS_PRECISION_DEFAULT, 0, true};
+        g.M = g.n_states;
+        run_case(g);
     }
     /* every state G Gaussians, stated: the register log-add kernel
      * (loglik_uniform.cuh) in both precisions, 24 the general kernel; a
@@ -468,7 +490,7 @@ int main(int argc, char **argv) {
         /* shapes of the benchmark rows, smaller: many chunks per state, states over chunks */
         Case c = {1, 256, 36, 64 * 256, 64, false, true, false, true, false, false, true, false, false, MAS_FLOAT32, MAS_PRECISION_DEFAULT, 0};
         run_case(c);
-        Case t = {2, 700, 80, 300, 300, true, false, true, false, true, false, false, false, true, MAS_FLOAT32, MAS_PRECISION_DEFAULT, 0};
+        Case t = {2, 700, 80, 300, 300, true, false, true, false, true, false, false, false, true, MAS_FLOAT32, MAS_PRECISION_DEFAULT, 0, true};
         run_case(t);
         c.precision = t.precision = MAS_PRECISION_TF32;
         run_case(c);
