@@ -7,6 +7,8 @@
  * allocation (safe under graph capture). */
 #include <cuda_runtime.h>
 
+#include <type_traits>
+
 #include "common/checks.h"
 #include "common/gauss_coef.h"
 #include "cuda/device_cache.cuh"
@@ -29,17 +31,24 @@ namespace {
  * the CPU does, so K keeps its bits. One thread a Gaussian (each thread J
  * exps in one chain, B*T/256 blocks) took 60-95 us at Glow-TTS shapes, a
  * quarter to a third of align_gaussian's kernels (H200, 2026-11-27). A
- * warp's next dimension is loaded while this one is computed, and float32
- * log-std models (Glow-TTS's) have a kernel of their own, loads typed and
- * the variance branch compiled out: 20 -> 15 us at B=32 T=512 D=80 (ncu,
- * H100, 2026-11-27; with the 2^n of mas_det_exp built from its bits). */
+ * warp's next kCoefAhead dimensions are loaded while this one is computed
+ * (kept as loaded until used: a float widened at its load made the load's
+ * latency show there), and float32 log-std models (Glow-TTS's) have a
+ * kernel of their own, loads typed and the variance branch compiled out:
+ * 20 -> 14.7 us at B=32 T=512 D=80, long-scoreboard stalls 5.8 -> 0.9 per
+ * issued instruction (ncu, H100, 2026-11-27; with the 2^n of mas_det_exp
+ * built from its bits). */
 constexpr int kCoefWarps = 8;
 constexpr int kCoefDims = 64; /* K terms a Gaussian parks at once */
+constexpr int kCoefAhead = 2; /* dimensions a warp has in flight */
 
-/* element off of a means or spread tensor as float64 */
-template <bool FAST> __device__ __forceinline__ double coef_in(const mas_tensor3 &t, int64_t off) {
-    if (FAST) return (double)__ldg((const float *)t.data + off);
-    return load_elem<double>(t.data, t.dtype, off);
+/* element off of a means or spread tensor: FAST, the float32 as it is;
+ * else as float64 */
+template <bool FAST>
+__device__ __forceinline__ typename std::conditional<FAST, float, double>::type
+coef_in(const mas_tensor3 &t, int64_t off) {
+    if constexpr (FAST) return __ldg((const float *)t.data + off);
+    else return load_elem<double>(t.data, t.dtype, off);
 }
 
 /* FAST: float32 means and log-std spreads (Glow-TTS's), loaded as such
@@ -63,20 +72,32 @@ __global__ void __launch_bounds__(kCoefWarps * 32)
         for (int64_t j0 = 0; j0 < J; j0 += kCoefDims) {
             const int nj = J - j0 < kCoefDims ? (int)(J - j0) : kCoefDims;
             __syncthreads(); /* good[] is set; the last terms are added */
-            /* the next dimension's loads in flight while this one's exps run */
+            /* the next PD dimensions' loads in flight while this one's exps run */
+            constexpr int PD = kCoefAhead;
             const int64_t mo = b * mt.stride[0] + k * mt.stride[1];
             const int64_t so = b * st.stride[0] + k * st.stride[1];
-            double mu_n = 0, sp_n = 0;
-            if (warp < nj && live) {
-                mu_n = coef_in<FAST>(mt, mo + (j0 + warp) * mt.stride[2]);
-                sp_n = coef_in<FAST>(st, so + (j0 + warp) * st.stride[2]);
+            /* as loaded: a float converted only where it is used, so that
+             * no instruction waits for the load before then */
+            using In = typename std::conditional<FAST, float, double>::type;
+            In mu_n[PD], sp_n[PD];
+#pragma unroll
+            for (int d = 0; d < PD; d++) {
+                const int qd = warp + d * kCoefWarps;
+                mu_n[d] = qd < nj && live ? coef_in<FAST>(mt, mo + (j0 + qd) * mt.stride[2]) : In(0);
+                sp_n[d] = qd < nj && live ? coef_in<FAST>(st, so + (j0 + qd) * st.stride[2]) : In(0);
             }
             for (int q = warp; q < nj && live; q += kCoefWarps) {
                 const int64_t j = j0 + q;
-                const double mu = mu_n, sp = sp_n;
-                if (q + kCoefWarps < nj) {
-                    mu_n = coef_in<FAST>(mt, mo + (j + kCoefWarps) * mt.stride[2]);
-                    sp_n = coef_in<FAST>(st, so + (j + kCoefWarps) * st.stride[2]);
+                const double mu = (double)mu_n[0], sp = (double)sp_n[0];
+#pragma unroll
+                for (int d = 0; d + 1 < PD; d++) {
+                    mu_n[d] = mu_n[d + 1];
+                    sp_n[d] = sp_n[d + 1];
+                }
+                const int qn = q + PD * kCoefWarps;
+                if (qn < nj) {
+                    mu_n[PD - 1] = coef_in<FAST>(mt, mo + (j0 + qn) * mt.stride[2]);
+                    sp_n[PD - 1] = coef_in<FAST>(st, so + (j0 + qn) * st.stride[2]);
                 }
                 double a = 0, bb = 0, kt = 0;
                 const int32_t kind = FAST ? (int32_t)MAS_SPREAD_LOG_STD : prm.spread_kind;
