@@ -53,34 +53,57 @@ void plan_slices(int64_t J, int es, int *rows, int *slices) {
     *rows = (int)((2 * J + n - 1) / n);
 }
 
-template <typename TX, typename TA>
-mas_status launch_fused(FusedArgs fa, int64_t B, const DeviceInfo &dev, cudaStream_t s,
-                        size_t ring_clear_bytes) {
-    auto kernel = fused_forward<TX, TA>;
-    const size_t smem = fused_smem(fa.rows, (int)sizeof(TA));
-    if (smem + 1024 > (size_t)dev.smem_optin) return MAS_ERR_CUDA;
-    /* occupancy cached per 8 KB of shared memory, asked at the bucket's top
-     * (never more blocks than fit with the actual size) */
+/* The kernel's blocks a multiprocessor (occupancy cached per 8 KB of
+ * shared memory, asked at the bucket's top: never more blocks than fit
+ * with the actual size); 0 when it does not fit. */
+template <typename TX, typename TA, bool SPLIT>
+int fused_per_sm(const DeviceInfo &dev, size_t smem) {
     static KernelCache cache;
     const int slot = (int)((smem + 8191) / 8192);
     size_t asked = (size_t)slot * 8192;
     if (asked + 1024 > (size_t)dev.smem_optin) asked = smem;
     int per_sm = 0;
-    mas_status st = cached_occupancy(cache, kernel, dev, slot, kFgThreads, asked, &per_sm);
-    if (st != MAS_OK) return st;
+    const int threads = SPLIT ? kFgThreads + 32 : kFgThreads;
+    if (cached_occupancy(cache, fused_forward<TX, TA, SPLIT>, dev, slot, threads, asked, &per_sm) !=
+        MAS_OK)
+        return 0;
+    return per_sm;
+}
+
+template <typename TX, typename TA, bool SPLIT>
+mas_status launch_fused_as(FusedArgs fa, int64_t B, int64_t per_launch, size_t smem,
+                           cudaStream_t s) {
+    const int threads = SPLIT ? kFgThreads + 32 : kFgThreads;
+    for (int64_t first = 0; first < B; first += per_launch) {
+        const int64_t n = B - first < per_launch ? B - first : per_launch;
+        fa.item0 = first;
+        fa.ticket0 = (unsigned)(first * fa.slabs);
+        fused_forward<TX, TA, SPLIT><<<(unsigned)(n * fa.slabs), threads, smem, s>>>(fa);
+    }
+    return cudaGetLastError() == cudaSuccess ? MAS_OK : MAS_ERR_CUDA;
+}
+
+template <typename TX, typename TA>
+mas_status launch_fused(FusedArgs fa, int64_t B, const DeviceInfo &dev, cudaStream_t s,
+                        size_t ring_clear_bytes) {
+    const size_t smem = fused_smem(fa.rows, (int)sizeof(TA));
+    if (smem + 1024 > (size_t)dev.smem_optin) return MAS_ERR_CUDA;
+    const int per_sm = fused_per_sm<TX, TA, false>(dev, smem);
     if (per_sm < 1) return MAS_ERR_CUDA;
     const int64_t resident = (int64_t)per_sm * dev.sms;
     if (fa.slabs > resident) return MAS_ERR_BAD_ARGUMENT;
     const int64_t per_launch = fa.slabs == 1 ? B : resident / fa.slabs;
     if (fa.slabs > 1 && cudaMemsetAsync(fa.ring, 0, ring_clear_bytes, s) != cudaSuccess)
         return MAS_ERR_CUDA;
-    for (int64_t first = 0; first < B; first += per_launch) {
-        const int64_t n = B - first < per_launch ? B - first : per_launch;
-        fa.item0 = first;
-        fa.ticket0 = (unsigned)(first * fa.slabs);
-        kernel<<<(unsigned)(n * fa.slabs), kFgThreads, smem, s>>>(fa);
-    }
-    return cudaGetLastError() == cudaSuccess ? MAS_OK : MAS_ERR_CUDA;
+    /* Blocks no more than the multiprocessors and all 2J rows in one slice:
+     * each block has a multiprocessor to itself, and a sweep warp of its own
+     * overlaps the sweep with the next tile's cells (T=150 S=800 B=32: 96
+     * blocks on an H100's 132). */
+    const size_t smem_split = fused_smem(fa.rows, (int)sizeof(TA), true);
+    if (fa.slices == 1 && B * fa.slabs <= dev.sms && smem_split + 1024 <= (size_t)dev.smem_optin &&
+        fused_per_sm<TX, TA, true>(dev, smem_split) >= 1)
+        return launch_fused_as<TX, TA, true>(fa, B, B, smem_split, s);
+    return launch_fused_as<TX, TA, false>(fa, B, per_launch, smem, s);
 }
 
 } // namespace

@@ -23,6 +23,11 @@
  *      and warp 0 sweeps them while the other warps fill the next e and
  *      then wait at the next tile's barrier. Two blocks a multiprocessor:
  *      one computes while the other's warp sweeps.
+ * With no more blocks than multiprocessors (short items, few slabs) a block
+ * has a multiprocessor to itself and nothing would overlap its sweep, so
+ * (SPLIT) a ninth warp sweeps while the eight others compute the next
+ * tile's cells into a second pair of chunk tiles: align_gaussian's forward
+ * at B=32 T=150 S=800 went from 122 to 108 us (H100, 2026-11-27).
  * Frames outside the slab's band (before its first token's first frame,
  * after its last token's last band frame) are not visited: the cells a
  * band cell depends on are band cells or below the band (-inf), so they
@@ -75,10 +80,10 @@ template <typename TA> struct FgTile {
 };
 
 /* Shared memory: K [64], coefficient rows [rows][64], e [rows][64], and the
- * two chunk tiles. */
-__host__ __device__ inline size_t fused_smem(int rows, int es) {
+ * two chunk tiles (four with a sweep warp of its own: two tiles' cells). */
+__host__ __device__ inline size_t fused_smem(int rows, int es, bool split = false) {
     return (size_t)es * (kFgTokens + (size_t)rows * (kFgTokens + kFgFrames)) +
-           2 * (size_t)kFgTokens * kChunk * es;
+           (split ? 4 : 2) * (size_t)kFgTokens * kChunk * es;
 }
 
 __device__ __forceinline__ void load4(const float *p, float (&v)[4]) {
@@ -96,8 +101,16 @@ __device__ __forceinline__ void load4(const double *p, double (&v)[4]) {
     v[3] = b.y;
 }
 
-template <typename TX, typename TA>
-__global__ void __launch_bounds__(kFgThreads, 2) fused_forward(FusedArgs a) {
+/* SPLIT: a ninth warp, warp 0, only sweeps: while it sweeps a tile, warps
+ * 1..8 compute the next tile's cells into the other pair of chunk tiles
+ * and then fill e for the tile after. For one block a multiprocessor (few
+ * slabs: the grid does not fill the GPU), where nothing else overlaps the
+ * sweep; with two blocks a multiprocessor the other block does (session 4:
+ * warp specialisation lost there). Only with all 2J rows in one slice. */
+template <typename TX, typename TA, bool SPLIT>
+__global__ void __launch_bounds__(SPLIT ? kFgThreads + 32 : kFgThreads, SPLIT ? 1 : 2)
+    fused_forward(FusedArgs a) {
+    constexpr int NT = SPLIT ? kFgThreads + 32 : kFgThreads; /* threads */
     using G = typename FgTile<TA>::G;
     extern __shared__ __align__(16) unsigned char fg_sm[];
     __shared__ unsigned s_ticket;
@@ -130,7 +143,7 @@ __global__ void __launch_bounds__(kFgThreads, 2) fused_forward(FusedArgs a) {
     for (int m = 0; m < 2; m++) {
         const int64_t g = first_group + m, before = c_first * kChunk, after = Y - v_end;
         if (g >= live_groups) break;
-        for (int64_t k = tid; k < before + after; k += kFgThreads)
+        for (int64_t k = tid; k < before + after; k += NT)
             item_bits[g * a.S + (k < before ? k : v_end + (k - before))] = 0u;
     }
 
@@ -138,12 +151,12 @@ __global__ void __launch_bounds__(kFgThreads, 2) fused_forward(FusedArgs a) {
     const TA *coef = (const TA *)a.coef + b * a.cs0 + base;
     const int ntok = (int)(last_tok - base + 1);
     auto fill_coef = [&](int r0, int nr) {
-        for (int k = tid; k < nr * kFgTokens; k += kFgThreads) {
+        for (int k = tid; k < nr * kFgTokens; k += NT) {
             const int r = k / kFgTokens, t = k % kFgTokens;
             c_s[k] = t < ntok ? coef[(int64_t)(1 + r0 + r) * a.T + t] : (TA)0;
         }
     };
-    for (int t = tid; t < kFgTokens; t += kFgThreads) k_s[t] = t < ntok ? coef[t] : (TA)0;
+    for (int t = tid; t < kFgTokens; t += NT) k_s[t] = t < ntok ? coef[t] : (TA)0;
     const bool whole = a.slices == 1;
     if (whole) fill_coef(0, J2);
 
@@ -153,18 +166,18 @@ __global__ void __launch_bounds__(kFgThreads, 2) fused_forward(FusedArgs a) {
     auto fill_e = [&](int64_t f0, int r0, int nr) {
         constexpr int NB = 8; /* loads in flight a thread */
         const int n = nr * kFgFrames;
-        for (int k0 = tid; k0 < n; k0 += NB * kFgThreads) {
+        for (int k0 = tid; k0 < n; k0 += NB * NT) {
             TA v[NB];
 #pragma unroll
             for (int q = 0; q < NB; q++) {
-                const int k = k0 + q * kFgThreads, r = r0 + k / kFgFrames, f = k % kFgFrames;
+                const int k = k0 + q * NT, r = r0 + k / kFgFrames, f = k % kFgFrames;
                 const int j = r < J ? r : r - J;
                 v[q] = k < n && f0 + f < Y ? (TA)widen(xb[(f0 + f) * a.xs1 + (int64_t)j * a.xs2])
                                            : (TA)0;
             }
 #pragma unroll
             for (int q = 0; q < NB; q++) {
-                const int k = k0 + q * kFgThreads;
+                const int k = k0 + q * NT;
                 if (k < n) e_s[k] = r0 + k / kFgFrames < J ? v[q] : ll_mul(v[q], v[q]);
             }
         }
@@ -238,60 +251,99 @@ __global__ void __launch_bounds__(kFgThreads, 2) fused_forward(FusedArgs a) {
         if (ring.out) ring.put(j0, nf, lane, top);
     };
 
-    const int tf = tid >> 4, tg = tid & 15; /* frames tf*4 + i, tokens tg*4 + j */
-    /* With one slice the next tile's e is filled by warps 1..7 while warp 0
-     * sweeps (e is not read after the products), so the barrier that waits
-     * for the sweep also hands the next e over. */
-    if (whole) fill_e_whole(c_first * kChunk, 0, kFgThreads);
-#pragma unroll 1
-    for (int64_t f0 = c_first * kChunk; f0 <= f_last; f0 += kFgFrames) {
-        TA acc[4][4];
-        __syncthreads(); /* the last tile's sweep and products are done; e is filled */
-#pragma unroll 1
-        for (int s = 0; s < a.slices; s++) {
-            const int r0 = s * a.rows, nr = min(a.rows, J2 - r0);
-            if (!whole) {
-                if (s > 0) __syncthreads();
-                fill_e(f0, r0, nr);
-                fill_coef(r0, nr);
-                __syncthreads();
-            }
-            if (s == 0) {
-                TA kv[4];
-                load4(k_s + tg * 4, kv);
+    /* the products: compute thread ct (tid, or tid - 32 with SPLIT) holds
+     * frames tf*4 + i, tokens tg*4 + j of the tile */
+    const int ct = SPLIT ? tid - 32 : tid, tf = ct >> 4, tg = ct & 15;
+    auto acc_start = [&](TA (&acc)[4][4]) {
+        TA kv[4];
+        load4(k_s + tg * 4, kv);
 #pragma unroll
-                for (int i = 0; i < 4; i++)
+        for (int i = 0; i < 4; i++)
 #pragma unroll
-                    for (int j = 0; j < 4; j++) acc[i][j] = kv[j];
-            }
-            const TA *ep = e_s + tf * 4, *cp = c_s + tg * 4;
+            for (int j = 0; j < 4; j++) acc[i][j] = kv[j];
+    };
+    auto acc_rows = [&](TA (&acc)[4][4], int nr) {
+        const TA *ep = e_s + tf * 4, *cp = c_s + tg * 4;
 #pragma unroll 8
-            for (int r = 0; r < nr; r++) {
-                TA ev[4], cv[4];
-                load4(ep + r * kFgFrames, ev);
-                load4(cp + r * kFgTokens, cv);
+        for (int r = 0; r < nr; r++) {
+            TA ev[4], cv[4];
+            load4(ep + r * kFgFrames, ev);
+            load4(cp + r * kFgTokens, cv);
 #pragma unroll
-                for (int i = 0; i < 4; i++)
+            for (int i = 0; i < 4; i++)
 #pragma unroll
-                    for (int j = 0; j < 4; j++) acc[i][j] = ll_fma(ev[i], cv[j], acc[i][j]);
-            }
+                for (int j = 0; j < 4; j++) acc[i][j] = ll_fma(ev[i], cv[j], acc[i][j]);
         }
-        /* into the chunk tiles: frame tf*4 + i is chunk (tf*4 + i) / 32 */
+    };
+    /* into the chunk tiles: frame tf*4 + i is chunk (tf*4 + i) / 32 */
+    auto acc_store = [&](const TA (&acc)[4][4], unsigned char *tl) {
 #pragma unroll
         for (int i = 0; i < 4; i++) {
             const int f = tf * 4 + i;
-            unsigned char *tile = tiles + (f / kChunk) * G::BYTES;
+            unsigned char *tile = tl + (f / kChunk) * G::BYTES;
 #pragma unroll
             for (int j = 0; j < 4; j++)
                 *(TA *)(tile + token_row_offset<TA, 2, LOAD_BTS>(tg * 4 + j, f % kChunk)) = acc[i][j];
         }
+    };
+    auto sweep_tile = [&](int64_t f0, const unsigned char *tl) {
+        const int64_t c0 = f0 / kChunk;
+        sweep(c0, tl);
+        if (c0 + 1 <= c_last) sweep(c0 + 1, tl + G::BYTES);
+    };
+
+    if constexpr (SPLIT) {
+        /* the host takes this kernel only with one slice (whole) */
+        const int64_t f_begin = c_first * kChunk;
+        fill_e_whole(f_begin, 0, NT);
         __syncthreads();
-        if (warp == 0) {
-            const int64_t c0 = f0 / kChunk;
-            sweep(c0, tiles);
-            if (c0 + 1 <= c_last) sweep(c0 + 1, tiles + G::BYTES);
-        } else if (whole && f0 + kFgFrames <= f_last) {
-            fill_e_whole(f0 + kFgFrames, 32, kFgThreads - 32);
+        /* warps 1..8: the first tile's cells, then e of the second */
+        auto compute = [&](int64_t f0, unsigned char *tl) {
+            TA acc[4][4];
+            acc_start(acc);
+            acc_rows(acc, J2);
+            acc_store(acc, tl);
+            asm volatile("bar.sync 1, %0;" ::"n"(kFgThreads) : "memory"); /* e is read */
+            if (f0 + kFgFrames <= f_last) fill_e_whole(f0 + kFgFrames, 32, kFgThreads);
+        };
+        if (warp != 0) compute(f_begin, tiles);
+        __syncthreads();
+        int t = 0;
+#pragma unroll 1
+        for (int64_t f0 = f_begin; f0 <= f_last; f0 += kFgFrames, t ^= 1) {
+            if (warp == 0)
+                sweep_tile(f0, tiles + t * 2 * G::BYTES);
+            else if (f0 + kFgFrames <= f_last)
+                compute(f0 + kFgFrames, tiles + (t ^ 1) * 2 * G::BYTES);
+            __syncthreads(); /* the tile swept, the next one's cells and e ready */
+        }
+    } else {
+        /* With one slice the next tile's e is filled by warps 1..7 while warp 0
+         * sweeps (e is not read after the products), so the barrier that waits
+         * for the sweep also hands the next e over. */
+        if (whole) fill_e_whole(c_first * kChunk, 0, kFgThreads);
+#pragma unroll 1
+        for (int64_t f0 = c_first * kChunk; f0 <= f_last; f0 += kFgFrames) {
+            TA acc[4][4];
+            __syncthreads(); /* the last tile's sweep and products are done; e is filled */
+#pragma unroll 1
+            for (int s = 0; s < a.slices; s++) {
+                const int r0 = s * a.rows, nr = min(a.rows, J2 - r0);
+                if (!whole) {
+                    if (s > 0) __syncthreads();
+                    fill_e(f0, r0, nr);
+                    fill_coef(r0, nr);
+                    __syncthreads();
+                }
+                if (s == 0) acc_start(acc);
+                acc_rows(acc, nr);
+            }
+            acc_store(acc, tiles);
+            __syncthreads();
+            if (warp == 0)
+                sweep_tile(f0, tiles);
+            else if (whole && f0 + kFgFrames <= f_last)
+                fill_e_whole(f0 + kFgFrames, 32, kFgThreads - 32);
         }
     }
     if (warp != 0) return;
