@@ -484,6 +484,7 @@ int main(int argc, char **argv) {
         c.frame_major_x = urand() < 0.5;
         c.x_dtype = dtypes[r % 4];
         c.precision = r % 3 == 0 ? MAS_PRECISION_DEFAULT : (r % 2 ? MAS_PRECISION_BF16 : MAS_PRECISION_TF32);
+        c.f32_model = r % 2 == 1;
         run_case(c);
     }
     if (!small) {
