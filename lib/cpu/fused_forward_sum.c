@@ -153,8 +153,9 @@ static int64_t band_hi(const ff_item *it, int64_t t) { return t < it->X - 1 ? t 
  * sum in list order: 32 (then 8) dimensions at a time in registers while
  * the rows stream (summed through memory instead, one row of J a cell, the
  * store-to-load chain bound the loop); 32 so that a row feeds four
- * independent add chains a side, not one that waits on the last add. GCC's vector types: one AVX-512
- * register, two AVX2 or four SSE2 ones in block_sums's builds. */
+ * independent add chains a side, not one that waits on the last add. GCC's
+ * vector types: one AVX-512 register, two AVX2 or four SSE2 ones in
+ * block_sums's builds. */
 typedef double ff_v8 __attribute__((vector_size(64)));
 
 /* acc += w * p[0..8) (p through memcpy: rows are not 64-byte aligned) */

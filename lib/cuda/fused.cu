@@ -63,9 +63,8 @@ int fused_per_sm(const DeviceInfo &dev, size_t smem) {
     size_t asked = (size_t)slot * 8192;
     if (asked + 1024 > (size_t)dev.smem_optin) asked = smem;
     int per_sm = 0;
-    const int threads = SPLIT ? kFgThreads + 32 : kFgThreads;
-    if (cached_occupancy(cache, fused_forward<TX, TA, SPLIT>, dev, slot, threads, asked, &per_sm) !=
-        MAS_OK)
+    if (cached_occupancy(cache, fused_forward<TX, TA, SPLIT>, dev, slot, fused_threads(SPLIT), asked,
+                         &per_sm) != MAS_OK)
         return 0;
     return per_sm;
 }
@@ -73,12 +72,11 @@ int fused_per_sm(const DeviceInfo &dev, size_t smem) {
 template <typename TX, typename TA, bool SPLIT>
 mas_status launch_fused_as(FusedArgs fa, int64_t B, int64_t per_launch, size_t smem,
                            cudaStream_t s) {
-    const int threads = SPLIT ? kFgThreads + 32 : kFgThreads;
     for (int64_t first = 0; first < B; first += per_launch) {
         const int64_t n = B - first < per_launch ? B - first : per_launch;
         fa.item0 = first;
         fa.ticket0 = (unsigned)(first * fa.slabs);
-        fused_forward<TX, TA, SPLIT><<<(unsigned)(n * fa.slabs), threads, smem, s>>>(fa);
+        fused_forward<TX, TA, SPLIT><<<(unsigned)(n * fa.slabs), fused_threads(SPLIT), smem, s>>>(fa);
     }
     return cudaGetLastError() == cudaSuccess ? MAS_OK : MAS_ERR_CUDA;
 }

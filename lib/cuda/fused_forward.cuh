@@ -50,6 +50,8 @@ namespace mas_cuda {
 constexpr int kFgTokens = 64;  /* a slab: one sweep warp, 2 tokens a lane */
 constexpr int kFgFrames = 64;  /* a tile: two chunks */
 constexpr int kFgThreads = 256;
+/* Threads of a block: with a sweep warp of its own (SPLIT, below) one warp more */
+__host__ __device__ constexpr int fused_threads(bool split) { return kFgThreads + (split ? 32 : 0); }
 /* Frames in the ring between two slabs: the consumer runs about a tile
  * behind and releases its progress every tile. */
 constexpr int kFgRingFrames = 256;
@@ -108,9 +110,8 @@ __device__ __forceinline__ void load4(const double *p, double (&v)[4]) {
  * sweep; with two blocks a multiprocessor the other block does (session 4:
  * warp specialisation lost there). Only with all 2J rows in one slice. */
 template <typename TX, typename TA, bool SPLIT>
-__global__ void __launch_bounds__(SPLIT ? kFgThreads + 32 : kFgThreads, SPLIT ? 1 : 2)
-    fused_forward(FusedArgs a) {
-    constexpr int NT = SPLIT ? kFgThreads + 32 : kFgThreads; /* threads */
+__global__ void __launch_bounds__(fused_threads(SPLIT), SPLIT ? 1 : 2) fused_forward(FusedArgs a) {
+    constexpr int NT = fused_threads(SPLIT);
     using G = typename FgTile<TA>::G;
     extern __shared__ __align__(16) unsigned char fg_sm[];
     __shared__ unsigned s_ticket;

@@ -72,16 +72,15 @@ __global__ void __launch_bounds__(kCoefWarps * 32)
         for (int64_t j0 = 0; j0 < J; j0 += kCoefDims) {
             const int nj = J - j0 < kCoefDims ? (int)(J - j0) : kCoefDims;
             __syncthreads(); /* good[] is set; the last terms are added */
-            /* the next PD dimensions' loads in flight while this one's exps run */
-            constexpr int PD = kCoefAhead;
+            /* the next kCoefAhead dimensions' loads in flight while this one's exps run */
             const int64_t mo = b * mt.stride[0] + k * mt.stride[1];
             const int64_t so = b * st.stride[0] + k * st.stride[1];
             /* as loaded: a float converted only where it is used, so that
              * no instruction waits for the load before then */
             using In = typename std::conditional<FAST, float, double>::type;
-            In mu_n[PD], sp_n[PD];
+            In mu_n[kCoefAhead], sp_n[kCoefAhead];
 #pragma unroll
-            for (int d = 0; d < PD; d++) {
+            for (int d = 0; d < kCoefAhead; d++) {
                 const int qd = warp + d * kCoefWarps;
                 mu_n[d] = qd < nj && live ? coef_in<FAST>(mt, mo + (j0 + qd) * mt.stride[2]) : In(0);
                 sp_n[d] = qd < nj && live ? coef_in<FAST>(st, so + (j0 + qd) * st.stride[2]) : In(0);
@@ -90,14 +89,14 @@ __global__ void __launch_bounds__(kCoefWarps * 32)
                 const int64_t j = j0 + q;
                 const double mu = (double)mu_n[0], sp = (double)sp_n[0];
 #pragma unroll
-                for (int d = 0; d + 1 < PD; d++) {
+                for (int d = 0; d + 1 < kCoefAhead; d++) {
                     mu_n[d] = mu_n[d + 1];
                     sp_n[d] = sp_n[d + 1];
                 }
-                const int qn = q + PD * kCoefWarps;
+                const int qn = q + kCoefAhead * kCoefWarps;
                 if (qn < nj) {
-                    mu_n[PD - 1] = coef_in<FAST>(mt, mo + (j0 + qn) * mt.stride[2]);
-                    sp_n[PD - 1] = coef_in<FAST>(st, so + (j0 + qn) * st.stride[2]);
+                    mu_n[kCoefAhead - 1] = coef_in<FAST>(mt, mo + (j0 + qn) * mt.stride[2]);
+                    sp_n[kCoefAhead - 1] = coef_in<FAST>(st, so + (j0 + qn) * st.stride[2]);
                 }
                 double a = 0, bb = 0, kt = 0;
                 const int32_t kind = FAST ? (int32_t)MAS_SPREAD_LOG_STD : prm.spread_kind;
