@@ -56,52 +56,76 @@ void plan_slices(int64_t J, int es, int *rows, int *slices) {
 /* The kernel's blocks a multiprocessor (occupancy cached per 8 KB of
  * shared memory, asked at the bucket's top: never more blocks than fit
  * with the actual size); 0 when it does not fit. */
-template <typename TX, typename TA, bool SPLIT>
+template <typename TX, typename TA, int K, bool SPLIT>
 int fused_per_sm(const DeviceInfo &dev, size_t smem) {
     static KernelCache cache;
     const int slot = (int)((smem + 8191) / 8192);
     size_t asked = (size_t)slot * 8192;
     if (asked + 1024 > (size_t)dev.smem_optin) asked = smem;
     int per_sm = 0;
-    if (cached_occupancy(cache, fused_forward<TX, TA, SPLIT>, dev, slot, fused_threads(SPLIT), asked,
-                         &per_sm) != MAS_OK)
+    if (cached_occupancy(cache, fused_forward<TX, TA, K, SPLIT>, dev, slot, fused_threads(SPLIT),
+                         asked, &per_sm) != MAS_OK)
         return 0;
     return per_sm;
 }
 
-template <typename TX, typename TA, bool SPLIT>
+template <typename TX, typename TA, int K, bool SPLIT>
 mas_status launch_fused_as(FusedArgs fa, int64_t B, int64_t per_launch, size_t smem,
                            cudaStream_t s) {
     for (int64_t first = 0; first < B; first += per_launch) {
         const int64_t n = B - first < per_launch ? B - first : per_launch;
         fa.item0 = first;
         fa.ticket0 = (unsigned)(first * fa.slabs);
-        fused_forward<TX, TA, SPLIT><<<(unsigned)(n * fa.slabs), fused_threads(SPLIT), smem, s>>>(fa);
+        fused_forward<TX, TA, K, SPLIT>
+            <<<(unsigned)(n * fa.slabs), fused_threads(SPLIT), smem, s>>>(fa);
     }
     return cudaGetLastError() == cudaSuccess ? MAS_OK : MAS_ERR_CUDA;
 }
 
+/* Which kernel: with all 2J rows in one slice,
+ *  - blocks of 64-token slabs no more than the multiprocessors (short
+ *    items): each block has a multiprocessor to itself, and a sweep warp of
+ *    its own overlaps the sweep with the next tile's cells (T=150 S=800
+ *    B=32: 96 blocks on an H100's 132);
+ *  - more (long items or large batches), float accumulation: 128-token
+ *    slabs (4 tokens a sweep lane), one block a multiprocessor with a sweep
+ *    warp of its own. Half the slabs halve the wavefront's ramp (a slab
+ *    starts about a tile after the one before) and the hand-overs, and a
+ *    compute thread's 4 x 8 cells need fewer shared loads per product;
+ *  - otherwise 64-token slabs, two blocks a multiprocessor, the sweep after
+ *    the products. */
 template <typename TX, typename TA>
-mas_status launch_fused(FusedArgs fa, int64_t B, const DeviceInfo &dev, cudaStream_t s,
+mas_status launch_fused(FusedArgs fa, int64_t B, int64_t T, const DeviceInfo &dev, cudaStream_t s,
                         size_t ring_clear_bytes) {
-    const size_t smem = fused_smem(fa.rows, (int)sizeof(TA));
-    if (smem + 1024 > (size_t)dev.smem_optin) return MAS_ERR_CUDA;
-    const int per_sm = fused_per_sm<TX, TA, false>(dev, smem);
+    const int es = (int)sizeof(TA);
+    if (fa.slabs > 1 && cudaMemsetAsync(fa.ring, 0, ring_clear_bytes, s) != cudaSuccess)
+        return MAS_ERR_CUDA;
+    const auto fits = [&](size_t smem) { return smem + 1024 <= (size_t)dev.smem_optin; };
+    if (fa.slices == 1) {
+        const size_t smem_split = fused_smem(fa.rows, es, true);
+        if (B * fa.slabs <= dev.sms && fits(smem_split) &&
+            fused_per_sm<TX, TA, 2, true>(dev, smem_split) >= 1)
+            return launch_fused_as<TX, TA, 2, true>(fa, B, B, smem_split, s);
+        if constexpr (sizeof(TA) == 4) {
+            const size_t smem4 = fused_smem(fa.rows, es, true, 4);
+            const int per_sm4 = fits(smem4) ? fused_per_sm<TX, TA, 4, true>(dev, smem4) : 0;
+            const int64_t slabs4 = (T + fused_tokens(4) - 1) / fused_tokens(4);
+            if (per_sm4 >= 1 && slabs4 <= (int64_t)per_sm4 * dev.sms) {
+                FusedArgs f4 = fa;
+                f4.slabs = (int)slabs4;
+                const int64_t per_launch = slabs4 == 1 ? B : (int64_t)per_sm4 * dev.sms / slabs4;
+                return launch_fused_as<TX, TA, 4, true>(f4, B, per_launch, smem4, s);
+            }
+        }
+    }
+    const size_t smem = fused_smem(fa.rows, es);
+    if (!fits(smem)) return MAS_ERR_CUDA;
+    const int per_sm = fused_per_sm<TX, TA, 2, false>(dev, smem);
     if (per_sm < 1) return MAS_ERR_CUDA;
     const int64_t resident = (int64_t)per_sm * dev.sms;
     if (fa.slabs > resident) return MAS_ERR_BAD_ARGUMENT;
     const int64_t per_launch = fa.slabs == 1 ? B : resident / fa.slabs;
-    if (fa.slabs > 1 && cudaMemsetAsync(fa.ring, 0, ring_clear_bytes, s) != cudaSuccess)
-        return MAS_ERR_CUDA;
-    /* Blocks no more than the multiprocessors and all 2J rows in one slice:
-     * each block has a multiprocessor to itself, and a sweep warp of its own
-     * overlaps the sweep with the next tile's cells (T=150 S=800 B=32: 96
-     * blocks on an H100's 132). */
-    const size_t smem_split = fused_smem(fa.rows, (int)sizeof(TA), true);
-    if (fa.slices == 1 && B * fa.slabs <= dev.sms && smem_split + 1024 <= (size_t)dev.smem_optin &&
-        fused_per_sm<TX, TA, true>(dev, smem_split) >= 1)
-        return launch_fused_as<TX, TA, true>(fa, B, B, smem_split, s);
-    return launch_fused_as<TX, TA, false>(fa, B, per_launch, smem, s);
+    return launch_fused_as<TX, TA, 2, false>(fa, B, per_launch, smem, s);
 }
 
 } // namespace
@@ -169,10 +193,10 @@ extern "C" mas_status mas_align_gaussian_cuda(const mas_gauss_align_args *args,
     fa.ticket0 = 0;
     const size_t clear = H.group_flag - H.ring; /* rings, flags, ticket */
     switch (args->x.dtype) {
-    case MAS_FLOAT32: st = launch_fused<float, float>(fa, B, dev, s, clear); break;
-    case MAS_FLOAT64: st = launch_fused<double, double>(fa, B, dev, s, clear); break;
-    case MAS_FLOAT16: st = launch_fused<__half, float>(fa, B, dev, s, clear); break;
-    default: st = launch_fused<__nv_bfloat16, float>(fa, B, dev, s, clear); break;
+    case MAS_FLOAT32: st = launch_fused<float, float>(fa, B, T, dev, s, clear); break;
+    case MAS_FLOAT64: st = launch_fused<double, double>(fa, B, T, dev, s, clear); break;
+    case MAS_FLOAT16: st = launch_fused<__half, float>(fa, B, T, dev, s, clear); break;
+    default: st = launch_fused<__nv_bfloat16, float>(fa, B, T, dev, s, clear); break;
     }
     if (st != MAS_OK) return st;
 

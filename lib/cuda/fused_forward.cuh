@@ -8,26 +8,36 @@
  * as loglik_items.cuh and the CPU compute it, so the result is bit for bit
  * that of mas_hard_cuda on mas_loglik_cuda's matrix.
  *
- * Work: a block owns a slab of kFgTokens tokens of one item (one sweep warp
- * of 32 lanes x 2 tokens) and walks the frames of the slab's band in tiles
- * of kFgFrames frames (two chunks):
+ * Work: a block owns a slab of 32 K tokens of one item (one sweep warp of
+ * 32 lanes x K tokens, K = 2 or 4) and walks the frames of the slab's band
+ * in tiles of kFgFrames frames (two chunks):
  *   1. the tile's frames are expanded into e: with all 2J rows in one
- *      slice by warps 1..7 while warp 0 sweeps the tile before (e is not
- *      read after the products; measured 8-11% off the kernel), else
+ *      slice by the warps that do not sweep, while the sweep runs (e is
+ *      not read after the products; measured 8-11% off the kernel), else
  *      (rows in slices, when 2J rows do not fit shared memory next to the
  *      coefficients) by all threads a slice at a time;
- *   2. each thread computes 4 frames x 4 tokens of the tile's cells from e
- *      and the slab's coefficients (in shared memory for the whole block
- *      when they fit, else reloaded a slice at a time);
+ *   2. each compute thread computes 4 frames x 2K tokens of the tile's
+ *      cells from e and the slab's coefficients (in shared memory for the
+ *      whole block when they fit, else reloaded a slice at a time);
  *   3. the cells go to two chunk tiles in hard_forward's token-row layout
- *      and warp 0 sweeps them while the other warps fill the next e and
- *      then wait at the next tile's barrier. Two blocks a multiprocessor:
- *      one computes while the other's warp sweeps.
- * With no more blocks than multiprocessors (short items, few slabs) a block
- * has a multiprocessor to itself and nothing would overlap its sweep, so
- * (SPLIT) a ninth warp sweeps while the eight others compute the next
- * tile's cells into a second pair of chunk tiles: align_gaussian's forward
- * at B=32 T=150 S=800 went from 122 to 108 us (H100, 2026-11-27).
+ *      and warp 0 sweeps them.
+ * Three forms (the host picks, fused.cu):
+ *   - K = 2, two blocks a multiprocessor: all 8 warps compute, then warp 0
+ *     sweeps while the others fill the next e and wait at the next tile's
+ *     barrier; one block computes while the other's warp sweeps.
+ *   - SPLIT, K = 2, one block a multiprocessor (no more blocks than
+ *     multiprocessors: short items, few slabs; nothing else would overlap
+ *     the sweep): a ninth warp sweeps while the eight others compute the
+ *     next tile's cells into a second pair of chunk tiles. align_gaussian's
+ *     forward at B=32 T=150 S=800 went from 122 to 108 us (H100,
+ *     2026-11-27).
+ *   - SPLIT, K = 4 (float accumulation, many slabs): the same with
+ *     128-token slabs. An item's span is its frames / 64 tile periods
+ *     whatever the slab width (a slab starts when the one before has swept
+ *     the frames of its first tile), so the gain is per tile: 4 x 8 cells a
+ *     compute thread and one sweep warp for 128 tokens. B=32 T=512 S=2048:
+ *     502 -> 478 us a call, B=16 T=1024 S=4096: 972 -> 906 (H200,
+ *     2026-11-28).
  * Frames outside the slab's band (before its first token's first frame,
  * after its last token's last band frame) are not visited: the cells a
  * band cell depends on are band cells or below the band (-inf), so they
@@ -47,7 +57,8 @@
 
 namespace mas_cuda {
 
-constexpr int kFgTokens = 64;  /* a slab: one sweep warp, 2 tokens a lane */
+/* A slab is one sweep warp's tokens: 32 K (K tokens a lane, 2 or 4). */
+__host__ __device__ constexpr int fused_tokens(int k) { return 32 * k; }
 constexpr int kFgFrames = 64;  /* a tile: two chunks */
 constexpr int kFgThreads = 256;
 /* Threads of a block: with a sweep warp of its own (SPLIT, below) one warp more */
@@ -77,15 +88,13 @@ struct FusedArgs {
     unsigned ticket0;
 };
 
-template <typename TA> struct FgTile {
-    using G = TileGeom<TA, 2, LOAD_BTS>; /* a chunk of the slab's cells */
-};
-
-/* Shared memory: K [64], coefficient rows [rows][64], e [rows][64], and the
- * two chunk tiles (four with a sweep warp of its own: two tiles' cells). */
-__host__ __device__ inline size_t fused_smem(int rows, int es, bool split = false) {
-    return (size_t)es * (kFgTokens + (size_t)rows * (kFgTokens + kFgFrames)) +
-           (split ? 4 : 2) * (size_t)kFgTokens * kChunk * es;
+/* Shared memory for slabs of 32 k tokens: K [32k], coefficient rows
+ * [rows][32k], e [rows][64], and the two chunk tiles (four with a sweep
+ * warp of its own: two tiles' cells). */
+__host__ __device__ inline size_t fused_smem(int rows, int es, bool split = false, int k = 2) {
+    const size_t tok = (size_t)fused_tokens(k);
+    return (size_t)es * (tok + (size_t)rows * (tok + kFgFrames)) +
+           (split ? 4 : 2) * tok * kChunk * es;
 }
 
 __device__ __forceinline__ void load4(const float *p, float (&v)[4]) {
@@ -103,22 +112,36 @@ __device__ __forceinline__ void load4(const double *p, double (&v)[4]) {
     v[3] = b.y;
 }
 
+/* v[4h .. 4h + 4) from p + 64 h (p 16-byte aligned; N a multiple of 4) */
+template <typename TA, int N> __device__ __forceinline__ void load_runs(const TA *p, TA (&v)[N]) {
+#pragma unroll
+    for (int h = 0; h < N / 4; h++) {
+        TA w[4];
+        load4(p + 64 * h, w);
+#pragma unroll
+        for (int i = 0; i < 4; i++) v[4 * h + i] = w[i];
+    }
+}
+
 /* SPLIT: a ninth warp, warp 0, only sweeps: while it sweeps a tile, warps
  * 1..8 compute the next tile's cells into the other pair of chunk tiles
  * and then fill e for the tile after. For one block a multiprocessor (few
  * slabs: the grid does not fill the GPU), where nothing else overlaps the
  * sweep; with two blocks a multiprocessor the other block does (session 4:
  * warp specialisation lost there). Only with all 2J rows in one slice. */
-template <typename TX, typename TA, bool SPLIT>
+template <typename TX, typename TA, int K, bool SPLIT>
 __global__ void __launch_bounds__(fused_threads(SPLIT), SPLIT ? 1 : 2) fused_forward(FusedArgs a) {
     constexpr int NT = fused_threads(SPLIT);
-    using G = typename FgTile<TA>::G;
+    constexpr int TOK = fused_tokens(K); /* tokens a slab */
+    /* tokens a compute thread: 16 x 16 threads cover 64 frames x 32 K tokens */
+    constexpr int CT = 2 * K;
+    using G = TileGeom<TA, K, LOAD_BTS>; /* a chunk of the slab's cells */
     extern __shared__ __align__(16) unsigned char fg_sm[];
     __shared__ unsigned s_ticket;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    TA *k_s = (TA *)fg_sm;                  /* [64] */
-    TA *c_s = k_s + kFgTokens;              /* [rows][64] */
-    TA *e_s = c_s + a.rows * kFgTokens;     /* [rows][64] */
+    TA *k_s = (TA *)fg_sm;        /* [32 K] */
+    TA *c_s = k_s + TOK;          /* [rows][32 K] */
+    TA *e_s = c_s + a.rows * TOK; /* [rows][64] */
     unsigned char *tiles = (unsigned char *)(e_s + a.rows * kFgFrames);
 
     if (tid == 0) s_ticket = a.slabs == 1 ? blockIdx.x : atomicAdd(a.ticket, 1u) - a.ticket0;
@@ -128,10 +151,10 @@ __global__ void __launch_bounds__(fused_threads(SPLIT), SPLIT ? 1 : 2) fused_for
     const int slab = (int)(ticket % (unsigned)a.slabs);
     const int64_t X = a.x_len[b], Y = a.y_len[b];
     if (length_status(X, Y, a.T, a.S) != MAS_OK) return; /* the backtrack reports it */
-    const int64_t base = (int64_t)slab * kFgTokens;
+    const int64_t base = (int64_t)slab * TOK;
     if (base >= X) return;
     const int64_t width = Y - X; /* the band: token in [frame - width, frame] */
-    const int64_t last_tok = min(base + kFgTokens - 1, X - 1);
+    const int64_t last_tok = min(base + TOK - 1, X - 1);
     const int64_t f_first = base, f_last = min(Y - 1, last_tok + width); /* frames visited */
     const int64_t first_group = base / 32, live_groups = (X + 31) / 32;
     uint32_t *item_bits = a.bits + (size_t)b * a.groups * a.S;
@@ -141,7 +164,7 @@ __global__ void __launch_bounds__(fused_threads(SPLIT), SPLIT ? 1 : 2) fused_for
      * visited and after the last */
     const int64_t c_first = f_first / kChunk, c_last = f_last / kChunk;
     const int64_t v_end = min(Y, (c_last + 1) * kChunk);
-    for (int m = 0; m < 2; m++) {
+    for (int m = 0; m < K; m++) {
         const int64_t g = first_group + m, before = c_first * kChunk, after = Y - v_end;
         if (g >= live_groups) break;
         for (int64_t k = tid; k < before + after; k += NT)
@@ -152,12 +175,12 @@ __global__ void __launch_bounds__(fused_threads(SPLIT), SPLIT ? 1 : 2) fused_for
     const TA *coef = (const TA *)a.coef + b * a.cs0 + base;
     const int ntok = (int)(last_tok - base + 1);
     auto fill_coef = [&](int r0, int nr) {
-        for (int k = tid; k < nr * kFgTokens; k += NT) {
-            const int r = k / kFgTokens, t = k % kFgTokens;
+        for (int k = tid; k < nr * TOK; k += NT) {
+            const int r = k / TOK, t = k % TOK;
             c_s[k] = t < ntok ? coef[(int64_t)(1 + r0 + r) * a.T + t] : (TA)0;
         }
     };
-    for (int t = tid; t < kFgTokens; t += NT) k_s[t] = t < ntok ? coef[t] : (TA)0;
+    for (int t = tid; t < TOK; t += NT) k_s[t] = t < ntok ? coef[t] : (TA)0;
     const bool whole = a.slices == 1;
     if (whole) fill_coef(0, J2);
 
@@ -209,9 +232,10 @@ __global__ void __launch_bounds__(fused_threads(SPLIT), SPLIT ? 1 : 2) fused_for
         }
     };
 
-    /* the sweep's state (warp 0): lane l holds tokens base + 2l, base + 2l + 1 */
-    TA q[2] = {neg_inf<TA>(), neg_inf<TA>()};
-    TA guard[2] = {neg_inf<TA>(), neg_inf<TA>()};
+    /* the sweep's state (warp 0): lane l holds tokens base + K l + k, k < K */
+    TA q[K], guard[K];
+#pragma unroll
+    for (int k = 0; k < K; k++) q[k] = guard[k] = neg_inf<TA>();
     /* The boundary of chunk c: lane l needs the score of token base-1 at
      * frame c * kChunk + l - 1 where it is in that token's band (else -inf);
      * our consumer reads nothing before our last token's first frame. */
@@ -220,13 +244,13 @@ __global__ void __launch_bounds__(fused_threads(SPLIT), SPLIT ? 1 : 2) fused_for
         return jj >= base - 1 && jj <= base - 1 + width && jj + 1 < Y;
     };
     SlabRing<TA, kFgRingFrames> ring;
-    ring.out_first = base + kFgTokens - 1;
+    ring.out_first = base + TOK - 1;
     if (slab > 0) {
         const size_t line = (size_t)b * a.max_slabs + (slab - 1);
         ring.in = (const volatile unsigned long long *)a.ring + line * kFgRingFrames * ring.RW;
         ring.in_progress = a.flags + line * kFlagStride;
     }
-    if (base + kFgTokens < X) {
+    if (base + TOK < X) {
         const size_t line = (size_t)b * a.max_slabs + slab;
         ring.out = (volatile unsigned long long *)a.ring + line * kFgRingFrames * ring.RW;
         ring.out_progress = a.flags + line * kFlagStride;
@@ -244,47 +268,52 @@ __global__ void __launch_bounds__(fused_threads(SPLIT), SPLIT ? 1 : 2) fused_for
         } else {
             boundary = j0 + lane - 1 == -1 ? (TA)0 : neg_inf<TA>(); /* the virtual start */
         }
-        uint32_t ballots[2] = {0u, 0u};
+        uint32_t ballots[K];
+#pragma unroll
+        for (int k = 0; k < K; k++) ballots[k] = 0u;
         TA top = neg_inf<TA>();
-        sweep_chunk_at<TA, 2, LOAD_BTS>(tile, lane, nf, base, j0, width, boundary, q, guard, ballots,
+        sweep_chunk_at<TA, K, LOAD_BTS>(tile, lane, nf, base, j0, width, boundary, q, guard, ballots,
                                         top);
-        store_decisions<2>(item_bits, a.S, first_group, live_groups, j0, lane, nf, ballots);
+        store_decisions<K>(item_bits, a.S, first_group, live_groups, j0, lane, nf, ballots);
         if (ring.out) ring.put(j0, nf, lane, top);
     };
 
     /* the products: compute thread ct (tid, or tid - 32 with SPLIT) holds
-     * frames tf*4 + i, tokens tg*4 + j of the tile */
+     * frames tf*4 + i and tokens 64 (j / 4) + tg*4 + j % 4 of the tile:
+     * runs of 4 tokens, so that 16 threads' 16-byte loads of a row are 256
+     * contiguous bytes (with runs of 8 they were 4-way bank conflicts) */
     const int ct = SPLIT ? tid - 32 : tid, tf = ct >> 4, tg = ct & 15;
-    auto acc_start = [&](TA (&acc)[4][4]) {
-        TA kv[4];
-        load4(k_s + tg * 4, kv);
+    auto acc_start = [&](TA (&acc)[4][CT]) {
+        TA kv[CT];
+        load_runs(k_s + tg * 4, kv);
 #pragma unroll
         for (int i = 0; i < 4; i++)
 #pragma unroll
-            for (int j = 0; j < 4; j++) acc[i][j] = kv[j];
+            for (int j = 0; j < CT; j++) acc[i][j] = kv[j];
     };
-    auto acc_rows = [&](TA (&acc)[4][4], int nr) {
+    auto acc_rows = [&](TA (&acc)[4][CT], int nr) {
         const TA *ep = e_s + tf * 4, *cp = c_s + tg * 4;
 #pragma unroll 8
         for (int r = 0; r < nr; r++) {
-            TA ev[4], cv[4];
+            TA ev[4], cv[CT];
             load4(ep + r * kFgFrames, ev);
-            load4(cp + r * kFgTokens, cv);
+            load_runs(cp + r * TOK, cv);
 #pragma unroll
             for (int i = 0; i < 4; i++)
 #pragma unroll
-                for (int j = 0; j < 4; j++) acc[i][j] = ll_fma(ev[i], cv[j], acc[i][j]);
+                for (int j = 0; j < CT; j++) acc[i][j] = ll_fma(ev[i], cv[j], acc[i][j]);
         }
     };
     /* into the chunk tiles: frame tf*4 + i is chunk (tf*4 + i) / 32 */
-    auto acc_store = [&](const TA (&acc)[4][4], unsigned char *tl) {
+    auto acc_store = [&](const TA (&acc)[4][CT], unsigned char *tl) {
 #pragma unroll
         for (int i = 0; i < 4; i++) {
             const int f = tf * 4 + i;
             unsigned char *tile = tl + (f / kChunk) * G::BYTES;
 #pragma unroll
-            for (int j = 0; j < 4; j++)
-                *(TA *)(tile + token_row_offset<TA, 2, LOAD_BTS>(tg * 4 + j, f % kChunk)) = acc[i][j];
+            for (int j = 0; j < CT; j++)
+                *(TA *)(tile + token_row_offset<TA, K, LOAD_BTS>(64 * (j / 4) + tg * 4 + j % 4,
+                                                                 f % kChunk)) = acc[i][j];
         }
     };
     auto sweep_tile = [&](int64_t f0, const unsigned char *tl) {
@@ -300,7 +329,7 @@ __global__ void __launch_bounds__(fused_threads(SPLIT), SPLIT ? 1 : 2) fused_for
         __syncthreads();
         /* warps 1..8: the first tile's cells, then e of the second */
         auto compute = [&](int64_t f0, unsigned char *tl) {
-            TA acc[4][4];
+            TA acc[4][CT];
             acc_start(acc);
             acc_rows(acc, J2);
             acc_store(acc, tl);
@@ -325,7 +354,7 @@ __global__ void __launch_bounds__(fused_threads(SPLIT), SPLIT ? 1 : 2) fused_for
         if (whole) fill_e_whole(c_first * kChunk, 0, kFgThreads);
 #pragma unroll 1
         for (int64_t f0 = c_first * kChunk; f0 <= f_last; f0 += kFgFrames) {
-            TA acc[4][4];
+            TA acc[4][CT];
             __syncthreads(); /* the last tile's sweep and products are done; e is filled */
 #pragma unroll 1
             for (int s = 0; s < a.slices; s++) {
@@ -348,7 +377,7 @@ __global__ void __launch_bounds__(fused_threads(SPLIT), SPLIT ? 1 : 2) fused_for
         }
     }
     if (warp != 0) return;
-    finish_sweep<TA, 2>(base, lane, X, q, guard, a.final_score + b,
+    finish_sweep<TA, K>(base, lane, X, q, guard, a.final_score + b,
                         a.group_flag + (size_t)b * a.groups, first_group, live_groups);
 }
 

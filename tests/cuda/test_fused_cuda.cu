@@ -285,10 +285,17 @@ int main(int argc, char **argv) {
         {3, 64, 64, 80, MAS_FLOAT32, MAS_FLOAT32, false, false, true, 0, 0},     /* X = Y */
         {2, 1, 300, 5, MAS_FLOAT32, MAS_FLOAT32, false, true, false, 0, 0},
         {2, 700, 1400, 16, MAS_FLOAT32, MAS_FLOAT32, true, false, true, 0, 0},
-        /* more blocks than an H100 / H200 has multiprocessors: the kernel
-         * without a sweep warp of its own (fewer take the one with) */
+        /* more 64-token slabs than an H100 / H200 has multiprocessors: with
+         * float accumulation and one slice the 128-token kernel (one launch;
+         * two launches of 66 items with a last slab of 2 tokens, float16
+         * frames stored frame-major) */
         {70, 100, 160, 8, MAS_FLOAT32, MAS_FLOAT32, false, false, true, 0.2, 0},
         {40, 300, 700, 80, MAS_FLOAT32, MAS_FLOAT32, false, false, false, 0, 0},
+        {70, 130, 200, 8, MAS_FLOAT16, MAS_FLOAT32, true, true, false, 0.2, 0},
+        /* ... else the 64-token kernel without a sweep warp of its own:
+         * float64, and rows in two slices */
+        {70, 100, 160, 8, MAS_FLOAT64, MAS_FLOAT64, false, false, true, 0, 0},
+        {134, 64, 100, 100, MAS_FLOAT32, MAS_FLOAT32, false, false, false, 0, 0},
     };
     for (const Case &c : fixed)
         if (!small || c.T * c.S <= 200000) run_case(c);
