@@ -87,9 +87,10 @@ mas_status launch_fused_as(FusedArgs fa, int64_t B, int64_t per_launch, size_t s
  *    items): each block has a multiprocessor to itself, and a sweep warp of
  *    its own overlaps the sweep with the next tile's cells (T=150 S=800
  *    B=32: 96 blocks on an H100's 132);
- *  - more (long items or large batches), float accumulation: 128-token
- *    slabs (4 tokens a sweep lane), one block a multiprocessor with a sweep
- *    warp of its own. Half the slabs halve the wavefront's ramp (a slab
+ *  - more (long items or large batches), float accumulation, and enough
+ *    128-token slabs for 0.6 of the multiprocessors: 128-token slabs (4
+ *    tokens a sweep lane), one block a multiprocessor with a sweep warp of
+ *    its own. Half the slabs halve the wavefront's ramp (a slab
  *    starts about a tile after the one before) and the hand-overs, and a
  *    compute thread's 4 x 8 cells need fewer shared loads per product;
  *  - otherwise 64-token slabs, two blocks a multiprocessor, the sweep after
@@ -110,7 +111,12 @@ mas_status launch_fused(FusedArgs fa, int64_t B, int64_t T, const DeviceInfo &de
             const size_t smem4 = fused_smem(fa.rows, es, true, 4);
             const int per_sm4 = fits(smem4) ? fused_per_sm<TX, TA, 4, true>(dev, smem4) : 0;
             const int64_t slabs4 = (T + fused_tokens(4) - 1) / fused_tokens(4);
-            if (per_sm4 >= 1 && slabs4 <= (int64_t)per_sm4 * dev.sms) {
+            /* with fewer 128-token slabs than 0.6 of the multiprocessors the
+             * 64-token kernel's twice as many blocks win (H100: B=17 T=512
+             * S=2048, 68 slabs: 441 against 454 us; 96 slabs at B=24: 491
+             * against 474) */
+            if (per_sm4 >= 1 && slabs4 <= (int64_t)per_sm4 * dev.sms &&
+                5 * B * slabs4 >= 3 * (int64_t)dev.sms) {
                 FusedArgs f4 = fa;
                 f4.slabs = (int)slabs4;
                 const int64_t per_launch = slabs4 == 1 ? B : (int64_t)per_sm4 * dev.sms / slabs4;

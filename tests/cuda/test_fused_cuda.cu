@@ -286,9 +286,10 @@ int main(int argc, char **argv) {
         {2, 1, 300, 5, MAS_FLOAT32, MAS_FLOAT32, false, true, false, 0, 0},
         {2, 700, 1400, 16, MAS_FLOAT32, MAS_FLOAT32, true, false, true, 0, 0},
         /* more 64-token slabs than an H100 / H200 has multiprocessors: with
-         * float accumulation and one slice the 128-token kernel (one launch;
-         * two launches of 66 items with a last slab of 2 tokens, float16
-         * frames stored frame-major) */
+         * float accumulation, one slice and 128-token slabs for 0.6 of the
+         * multiprocessors the 128-token kernel (one launch; two launches of
+         * 66 items with a last slab of 2 tokens, float16 frames stored
+         * frame-major), else (70 slabs of 128) the 64-token one */
         {70, 100, 160, 8, MAS_FLOAT32, MAS_FLOAT32, false, false, true, 0.2, 0},
         {40, 300, 700, 80, MAS_FLOAT32, MAS_FLOAT32, false, false, false, 0, 0},
         {70, 130, 200, 8, MAS_FLOAT16, MAS_FLOAT32, true, true, false, 0.2, 0},
