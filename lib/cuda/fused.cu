@@ -90,9 +90,10 @@ mas_status launch_fused_as(FusedArgs fa, int64_t B, int64_t per_launch, size_t s
  *  - more (long items or large batches), float accumulation, and enough
  *    128-token slabs for 0.6 of the multiprocessors: 128-token slabs (4
  *    tokens a sweep lane), one block a multiprocessor with a sweep warp of
- *    its own. Half the slabs halve the wavefront's ramp (a slab
- *    starts about a tile after the one before) and the hand-overs, and a
- *    compute thread's 4 x 8 cells need fewer shared loads per product;
+ *    its own. An item still spans its frames (a slab starts when the one
+ *    before has swept its first tile's frames), but a tile costs less: one
+ *    sweep warp for 128 tokens, half the hand-overs, and 4 x 8 cells a
+ *    compute thread;
  *  - otherwise 64-token slabs, two blocks a multiprocessor, the sweep after
  *    the products. */
 template <typename TX, typename TA>
