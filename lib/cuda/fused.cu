@@ -97,7 +97,7 @@ mas_status launch_fused_as(FusedArgs fa, int64_t B, int64_t per_launch, size_t s
  *  - otherwise 64-token slabs, two blocks a multiprocessor, the sweep after
  *    the products. */
 template <typename TX, typename TA>
-mas_status launch_fused(FusedArgs fa, int64_t B, int64_t T, const DeviceInfo &dev, cudaStream_t s,
+mas_status launch_fused(FusedArgs fa, int64_t B, const DeviceInfo &dev, cudaStream_t s,
                         size_t ring_clear_bytes) {
     const int es = (int)sizeof(TA);
     if (fa.slabs > 1 && cudaMemsetAsync(fa.ring, 0, ring_clear_bytes, s) != cudaSuccess)
@@ -111,7 +111,7 @@ mas_status launch_fused(FusedArgs fa, int64_t B, int64_t T, const DeviceInfo &de
         if constexpr (sizeof(TA) == 4) {
             const size_t smem4 = fused_smem(fa.rows, es, true, 4);
             const int per_sm4 = fits(smem4) ? fused_per_sm<TX, TA, 4, true>(dev, smem4) : 0;
-            const int64_t slabs4 = (T + fused_tokens(4) - 1) / fused_tokens(4);
+            const int64_t slabs4 = (fa.T + fused_tokens(4) - 1) / fused_tokens(4);
             /* with fewer 128-token slabs than 0.6 of the multiprocessors the
              * 64-token kernel's twice as many blocks win (H100: B=17 T=512
              * S=2048, 68 slabs: 441 against 454 us; 96 slabs at B=24: 491
@@ -200,10 +200,10 @@ extern "C" mas_status mas_align_gaussian_cuda(const mas_gauss_align_args *args,
     fa.ticket0 = 0;
     const size_t clear = H.group_flag - H.ring; /* rings, flags, ticket */
     switch (args->x.dtype) {
-    case MAS_FLOAT32: st = launch_fused<float, float>(fa, B, T, dev, s, clear); break;
-    case MAS_FLOAT64: st = launch_fused<double, double>(fa, B, T, dev, s, clear); break;
-    case MAS_FLOAT16: st = launch_fused<__half, float>(fa, B, T, dev, s, clear); break;
-    default: st = launch_fused<__nv_bfloat16, float>(fa, B, T, dev, s, clear); break;
+    case MAS_FLOAT32: st = launch_fused<float, float>(fa, B, dev, s, clear); break;
+    case MAS_FLOAT64: st = launch_fused<double, double>(fa, B, dev, s, clear); break;
+    case MAS_FLOAT16: st = launch_fused<__half, float>(fa, B, dev, s, clear); break;
+    default: st = launch_fused<__nv_bfloat16, float>(fa, B, dev, s, clear); break;
     }
     if (st != MAS_OK) return st;
 

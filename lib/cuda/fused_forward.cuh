@@ -112,12 +112,21 @@ __device__ __forceinline__ void load4(const double *p, double (&v)[4]) {
     v[3] = b.y;
 }
 
-/* v[4h .. 4h + 4) from p + 64 h (p 16-byte aligned; N a multiple of 4) */
+/* A compute thread's tokens come in runs of 4, kRunStride apart (16
+ * threads x 4 tokens), so that 16 threads' 16-byte loads of a row are 256
+ * contiguous bytes (runs of 8 were 4-way bank conflicts): its j-th token is
+ * run_token(tg, j) for token group tg. */
+constexpr int kRunStride = 64;
+__device__ __forceinline__ int run_token(int tg, int j) {
+    return kRunStride * (j / 4) + tg * 4 + j % 4;
+}
+
+/* v[4h .. 4h + 4) from p + kRunStride h (p 16-byte aligned; N a multiple of 4) */
 template <typename TA, int N> __device__ __forceinline__ void load_runs(const TA *p, TA (&v)[N]) {
 #pragma unroll
     for (int h = 0; h < N / 4; h++) {
         TA w[4];
-        load4(p + 64 * h, w);
+        load4(p + kRunStride * h, w);
 #pragma unroll
         for (int i = 0; i < 4; i++) v[4 * h + i] = w[i];
     }
@@ -279,9 +288,7 @@ __global__ void __launch_bounds__(fused_threads(SPLIT), SPLIT ? 1 : 2) fused_for
     };
 
     /* the products: compute thread ct (tid, or tid - 32 with SPLIT) holds
-     * frames tf*4 + i and tokens 64 (j / 4) + tg*4 + j % 4 of the tile:
-     * runs of 4 tokens, so that 16 threads' 16-byte loads of a row are 256
-     * contiguous bytes (with runs of 8 they were 4-way bank conflicts) */
+     * frames tf*4 + i and tokens run_token(tg, j) of the tile */
     const int ct = SPLIT ? tid - 32 : tid, tf = ct >> 4, tg = ct & 15;
     auto acc_start = [&](TA (&acc)[4][CT]) {
         TA kv[CT];
@@ -312,8 +319,8 @@ __global__ void __launch_bounds__(fused_threads(SPLIT), SPLIT ? 1 : 2) fused_for
             unsigned char *tile = tl + (f / kChunk) * G::BYTES;
 #pragma unroll
             for (int j = 0; j < CT; j++)
-                *(TA *)(tile + token_row_offset<TA, K, LOAD_BTS>(64 * (j / 4) + tg * 4 + j % 4,
-                                                                 f % kChunk)) = acc[i][j];
+                *(TA *)(tile + token_row_offset<TA, K, LOAD_BTS>(run_token(tg, j), f % kChunk)) =
+                    acc[i][j];
         }
     };
     auto sweep_tile = [&](int64_t f0, const unsigned char *tl) {
