@@ -103,13 +103,23 @@ mas_status launch_fused(FusedArgs fa, int64_t B, const DeviceInfo &dev, cudaStre
     if (fa.slabs > 1 && cudaMemsetAsync(fa.ring, 0, ring_clear_bytes, s) != cudaSuccess)
         return MAS_ERR_CUDA;
     const auto fits = [&](size_t smem) { return smem + 1024 <= (size_t)dev.smem_optin; };
+    fa.stage = 0;
     if (fa.slices == 1) {
-        const size_t smem_split = fused_smem(fa.rows, es, true);
+        /* the next tile's x staged in shared memory where it fits next to
+         * the rest (cp.async copies 4 or 8 bytes an element) */
+        const size_t stage = sizeof(TX) >= 4 ? fused_stage_smem(fa.J, (int)sizeof(TX)) : 0;
+        const auto staged = [&](size_t smem, FusedArgs &f) {
+            f.stage = stage > 0 && fits(smem + stage);
+            return f.stage ? smem + stage : smem;
+        };
+        FusedArgs f2 = fa;
+        const size_t smem_split = staged(fused_smem(fa.rows, es, true), f2);
         if (B * fa.slabs <= dev.sms && fits(smem_split) &&
             fused_per_sm<TX, TA, 2, true>(dev, smem_split) >= 1)
-            return launch_fused_as<TX, TA, 2, true>(fa, B, B, smem_split, s);
+            return launch_fused_as<TX, TA, 2, true>(f2, B, B, smem_split, s);
         if constexpr (sizeof(TA) == 4) {
-            const size_t smem4 = fused_smem(fa.rows, es, true, 4);
+            FusedArgs f4 = fa;
+            const size_t smem4 = staged(fused_smem(fa.rows, es, true, 4), f4);
             const int per_sm4 = fits(smem4) ? fused_per_sm<TX, TA, 4, true>(dev, smem4) : 0;
             const int64_t slabs4 = (fa.T + fused_tokens(4) - 1) / fused_tokens(4);
             /* with fewer 128-token slabs than 0.6 of the multiprocessors the
@@ -118,7 +128,6 @@ mas_status launch_fused(FusedArgs fa, int64_t B, const DeviceInfo &dev, cudaStre
              * against 474) */
             if (per_sm4 >= 1 && slabs4 <= (int64_t)per_sm4 * dev.sms &&
                 5 * B * slabs4 >= 3 * (int64_t)dev.sms) {
-                FusedArgs f4 = fa;
                 f4.slabs = (int)slabs4;
                 const int64_t per_launch = slabs4 == 1 ? B : (int64_t)per_sm4 * dev.sms / slabs4;
                 return launch_fused_as<TX, TA, 4, true>(f4, B, per_launch, smem4, s);
