@@ -830,11 +830,12 @@ mas_status mas_align_gaussian_cuda(const mas_gauss_align_args *args,
 
 /* Bytes of device workspace for mas_forward_sum_gaussian_cuda (0 for a call
  * it rejects, SIZE_MAX for shapes beyond 2^52 cells): the coefficients,
- * three blocks of [B, K, T] cells (K ~ 6 sqrt(S) frames, at least 64), the
- * checkpointed columns [B, S/K, T], two columns [B, T], mu and 1/var
- * [B, T, J] and the float64 token sums [B, T, 2J+1] (99 MB for B=32 T=512
- * S=2048 J=80, float32; the unfused path holds the 134 MB matrix, its
- * posterior and their gradients). */
+ * three blocks of [B, K, T] cells (K: the multiple of 128 frames nearest
+ * 6 sqrt(S), at least 256, at most S rounded up to 16), the checkpointed
+ * columns [B, S/K, T], two columns [B, T], mu and 1/var [B, T, J] and the
+ * float64 token sums [B, T, 2J+1] (96 MB for B=32 T=512 S=2048 J=80,
+ * float32; the unfused path holds the 134 MB matrix, its posterior and
+ * their gradients). */
 size_t mas_forward_sum_gaussian_cuda_workspace_size(const mas_gauss_align_args *args);
 
 /* mas_forward_sum_gaussian_cpu on a CUDA device: every pointer device

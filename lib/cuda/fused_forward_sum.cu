@@ -17,9 +17,10 @@
  *     the end).
  * A resumed sweep hands on the very edges the whole sweep would, so log_z
  * is the unfused CUDA path's (mas_forward_sum_cuda on mas_loglik_cuda's
- * matrix) bit for bit. Memory: three blocks [B, K, T] with K ~ 6 sqrt(S),
- * the checkpoints, two columns, mu and 1/var [B, T, J] and the float64
- * token sums [B, T, 2J+1] (mas.h has the total).
+ * matrix) bit for bit. Memory: three blocks [B, K, T] with K ~ 6 sqrt(S)
+ * in whole units of the cell kernel, the checkpoints, two columns, mu and
+ * 1/var [B, T, J] and the float64 token sums [B, T, 2J+1] (mas.h has the
+ * total).
  * No synchronisation, no allocation. */
 #include <cuda_runtime.h>
 #include <math.h>
@@ -27,7 +28,8 @@
 #include "common/checks.h"
 #include "cpu/parallel.h" /* mas_shape_too_big */
 #include "cuda/device_cache.cuh"
-#include "cuda/loglik_kernel.cuh" /* load_elem */
+#include "cuda/loglik_kernel.cuh"  /* load_elem */
+#include "cuda/loglik_uniform.cuh" /* kUniFrames */
 #include "cuda/soft_cells.cuh"
 #include "cuda/soft_sweep.cuh"
 #include "mas.h"
@@ -36,20 +38,27 @@ using namespace mas_cuda;
 
 namespace {
 
-/* Frames a block: ~6 sqrt(S) (S = 2048: 8 blocks, 3 x 18.9 MB of cells at
- * B=32 T=512), whole tiles of the sweep, at least 64. Fewer, longer blocks
- * cost memory; more, shorter ones launches and the sweep's pipeline fill
- * (a tile a segment of 128 tokens) on every block: 4 sqrt(S) took 7-16%
- * longer a call (forward and backward) at the four shapes of bench --fused
- * (H200, 2026-11-27; 133 instead of 114 MB at B=32 T=512 S=2048).
- * MAS_FGS_BLOCK_SQRTS (compile time) changes the 6, to measure. */
+/* Frames a block: the multiple of the likelihood kernels' 128-frame unit
+ * (kUniFrames) nearest ~6 sqrt(S) (S = 2048: 8 blocks of 256 frames, 3 x
+ * 16.8 MB of cells at B=32 T=512), at least two units and at most the
+ * sweep's tiles of S. A block of whole units leaves none of the cell
+ * kernel's work unused: 6 sqrt(2048) = 272 frames were 2 units and a
+ * sixteenth, and the cells took twice as long a cell as gaussian_loglik's
+ * one launch (H100, 2026-11-28). One unit a block was slower at S = 800
+ * (7 blocks: 1.50 ms forward and backward against 1.33 with 5 blocks of
+ * 176 frames): every block costs launches. Fewer, longer blocks cost memory; more,
+ * shorter ones launches and the sweep's pipeline fill (a tile a segment of
+ * 128 tokens) on every block: 4 sqrt(S) took 7-16% longer a call (forward
+ * and backward) at the four shapes of bench --fused (H200, 2026-11-27;
+ * 133 instead of 114 MB at B=32 T=512 S=2048). MAS_FGS_BLOCK_SQRTS
+ * (compile time) changes the 6, to measure. */
 #ifndef MAS_FGS_BLOCK_SQRTS
 #define MAS_FGS_BLOCK_SQRTS 6
 #endif
 int64_t block_frames(int64_t S) {
-    int64_t k = MAS_FGS_BLOCK_SQRTS * (int64_t)ceil(sqrt((double)S));
-    if (k < 64) k = 64;
-    k = (k + kSoftTileSteps - 1) / kSoftTileSteps * kSoftTileSteps;
+    const int64_t want = MAS_FGS_BLOCK_SQRTS * (int64_t)ceil(sqrt((double)S));
+    int64_t k = (want + kUniFrames / 2) / kUniFrames * kUniFrames;
+    if (k < 2 * kUniFrames) k = 2 * kUniFrames;
     const int64_t whole = (S + kSoftTileSteps - 1) / kSoftTileSteps * kSoftTileSteps;
     return k < whole ? k : whole;
 }
