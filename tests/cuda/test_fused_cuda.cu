@@ -293,6 +293,9 @@ int main(int argc, char **argv) {
         {70, 100, 160, 8, MAS_FLOAT32, MAS_FLOAT32, false, false, true, 0.2, 0},
         {40, 300, 700, 80, MAS_FLOAT32, MAS_FLOAT32, false, false, false, 0, 0},
         {70, 130, 200, 8, MAS_FLOAT16, MAS_FLOAT32, true, true, false, 0.2, 0},
+        /* the 128-token kernel with float32 frames stored frame-major: the
+         * next tile's frames staged an element at a time */
+        {40, 260, 700, 80, MAS_FLOAT32, MAS_FLOAT32, true, false, true, 0, 0},
         /* ... else the 64-token kernel without a sweep warp of its own:
          * float64, and rows in two slices */
         {70, 100, 160, 8, MAS_FLOAT64, MAS_FLOAT64, false, false, true, 0, 0},
