@@ -102,7 +102,8 @@ __host__ __device__ inline size_t fused_stage_smem(int64_t J, int xs) {
 
 /* One element of x (4 or 8 bytes) to shared memory asynchronously; zero
  * where !real, which reads nothing. */
-template <typename TX> __device__ __forceinline__ void copy_elem_async(TX *dst, const TX *src, bool real) {
+template <typename TX>
+__device__ __forceinline__ void copy_elem_async(TX *dst, const TX *src, bool real) {
     static_assert(sizeof(TX) == 4 || sizeof(TX) == 8, "cp.async copies 4, 8 or 16 bytes");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
@@ -373,9 +374,9 @@ __global__ void __launch_bounds__(fused_threads(SPLIT), SPLIT ? 1 : 2) fused_for
                 if (next && a.stage) {
                     for (int k = ct; k < n_e; k += kFgThreads) {
                         const int r = k / kFgFrames, f = k % kFgFrames;
-                        const bool real = fn + f < Y;
-                        copy_elem_async(x_stage + k, xb + (real ? fn + f : fn) * a.xs1 + (int64_t)r * a.xs2,
-                                        real);
+                        const bool real = fn + f < Y; /* else frame fn's address, not read */
+                        const int64_t at = (real ? fn + f : fn) * a.xs1 + (int64_t)r * a.xs2;
+                        copy_elem_async(x_stage + k, xb + at, real);
                     }
                     async_commit();
                 }

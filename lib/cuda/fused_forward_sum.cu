@@ -44,14 +44,14 @@ namespace {
  * sweep's tiles of S. A block of whole units leaves none of the cell
  * kernel's work unused: 6 sqrt(2048) = 272 frames were 2 units and a
  * sixteenth, and the cells took twice as long a cell as gaussian_loglik's
- * one launch (H100, 2026-11-28). One unit a block was slower at S = 800
- * (7 blocks: 1.50 ms forward and backward against 1.33 with 5 blocks of
- * 176 frames): every block costs launches. Fewer, longer blocks cost memory; more,
+ * one launch (H100, 2026-11-28). Fewer, longer blocks cost memory; more,
  * shorter ones launches and the sweep's pipeline fill (a tile a segment of
- * 128 tokens) on every block: 4 sqrt(S) took 7-16% longer a call (forward
- * and backward) at the four shapes of bench --fused (H200, 2026-11-27;
- * 133 instead of 114 MB at B=32 T=512 S=2048). MAS_FGS_BLOCK_SQRTS
- * (compile time) changes the 6, to measure. */
+ * 128 tokens) on every block: one unit a block at S = 800 (7 blocks) took
+ * 1.50 ms forward and backward against 1.33 with 5 blocks of 176 frames
+ * (H100, 2026-11-28), and 4 sqrt(S) took 7-16% longer a call at the four
+ * shapes of bench --fused (H200, 2026-11-27; 133 instead of 114 MB at
+ * B=32 T=512 S=2048). MAS_FGS_BLOCK_SQRTS (compile time) changes the 6, to
+ * measure. */
 #ifndef MAS_FGS_BLOCK_SQRTS
 #define MAS_FGS_BLOCK_SQRTS 6
 #endif
