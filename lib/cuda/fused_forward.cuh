@@ -100,20 +100,6 @@ __host__ __device__ inline size_t fused_stage_smem(int64_t J, int xs) {
     return (size_t)J * kFgFrames * (size_t)xs;
 }
 
-/* One element of x (4 or 8 bytes) to shared memory asynchronously; zero
- * where !real, which reads nothing. */
-template <typename TX>
-__device__ __forceinline__ void copy_elem_async(TX *dst, const TX *src, bool real) {
-    static_assert(sizeof(TX) == 4 || sizeof(TX) == 8, "cp.async copies 4, 8 or 16 bytes");
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(s), "l"(src),
-                 "n"((int)sizeof(TX)), "r"(real ? (int)sizeof(TX) : 0) : "memory");
-#else
-    *dst = real ? *src : TX(0);
-#endif
-}
-
 /* Shared memory for slabs of 32 k tokens: K [32k], coefficient rows
  * [rows][32k], e [rows][64], and the two chunk tiles (four with a sweep
  * warp of its own: two tiles' cells). */

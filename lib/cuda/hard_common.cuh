@@ -82,6 +82,20 @@ __host__ __device__ __forceinline__ void copy16_async(void *smem_dst, const void
     *(int4 *)smem_dst = *(const int4 *)gsrc;
 #endif
 }
+/* One 4- or 8-byte element to shared memory asynchronously on sm_80 and
+ * later, zero where !real (which reads nothing); a plain copy on older
+ * targets. */
+template <typename T>
+__device__ __forceinline__ void copy_elem_async(T *smem_dst, const T *gsrc, bool real) {
+    static_assert(sizeof(T) == 4 || sizeof(T) == 8, "cp.async copies 4, 8 or 16 bytes");
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned s = (unsigned)__cvta_generic_to_shared(smem_dst);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(s), "l"(gsrc),
+                 "n"((int)sizeof(T)), "r"(real ? (int)sizeof(T) : 0) : "memory");
+#else
+    *smem_dst = real ? *gsrc : T(0);
+#endif
+}
 __device__ __forceinline__ void async_commit() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     asm volatile("cp.async.commit_group;\n" ::: "memory");
