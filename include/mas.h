@@ -832,8 +832,8 @@ mas_status mas_align_gaussian_cuda(const mas_gauss_align_args *args,
  * it rejects, SIZE_MAX for shapes beyond 2^52 cells): the coefficients,
  * three blocks of [B, K, T] cells (K: the multiple of 128 frames nearest
  * 6 sqrt(S), at least 256, at most S rounded up to 16), the checkpointed
- * columns [B, S/K, T], two columns [B, T], mu and 1/var [B, T, J] and the
- * float64 token sums [B, T, 2J+1] (96 MB for B=32 T=512 S=2048 J=80,
+ * columns [B, S/K, T], two columns [B, T], mu/var and 1/var [B, T, J] and
+ * the float64 token sums [B, T, 2J+1] (96 MB for B=32 T=512 S=2048 J=80,
  * float32; the unfused path holds the 134 MB matrix, its posterior and
  * their gradients). */
 size_t mas_forward_sum_gaussian_cuda_workspace_size(const mas_gauss_align_args *args);
@@ -845,12 +845,16 @@ size_t mas_forward_sum_gaussian_cuda_workspace_size(const mas_gauss_align_args *
  * previous block's column. log_z is bit for bit mas_forward_sum_cuda's on
  * mas_loglik_cuda's matrix; the gradients are the CPU op's within rounding
  * (the posterior and the weighted sums of one block in the accumulator
- * type, the blocks' sums in float64, in another order). Returns the
- * argument errors of the CPU op in its order (and MAS_ERR_BAD_SHAPE for an
- * empty token or frame axis, where the CPU op reports each item's lengths),
- * MAS_ERR_CUDA when a launch fails; value errors (a bad model: item b*T + k;
- * lengths, NaN/+inf in the band, no finite path: item b) go to *error_word
- * (may be NULL) as for mas_forward_sum_cuda. */
+ * type, the blocks' sums in float64, in another order). The token
+ * gradients come from the sums of gamma, gamma x and gamma x^2 (the CPU
+ * takes x - mu first), so in float32 their relative error is about
+ * eps (mu^2 + x^2) / (x - mu)^2, as for the cells themselves and the
+ * unfused path's products. Returns the argument errors of the CPU op in
+ * its order (and MAS_ERR_BAD_SHAPE for an empty token or frame axis, where
+ * the CPU op reports each item's lengths), MAS_ERR_CUDA when a launch
+ * fails; value errors (a bad model: item b*T + k; lengths, NaN/+inf in the
+ * band, no finite path: item b) go to *error_word (may be NULL) as for
+ * mas_forward_sum_cuda. */
 mas_status mas_forward_sum_gaussian_cuda(const mas_gauss_align_args *args,
                                          const mas_gauss_soft_outputs *out, void *workspace,
                                          size_t workspace_size, void *stream,

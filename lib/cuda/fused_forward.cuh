@@ -109,21 +109,6 @@ __host__ __device__ inline size_t fused_smem(int rows, int es, bool split = fals
            (split ? 4 : 2) * tok * kChunk * es;
 }
 
-__device__ __forceinline__ void load4(const float *p, float (&v)[4]) {
-    const float4 a = *(const float4 *)p;
-    v[0] = a.x;
-    v[1] = a.y;
-    v[2] = a.z;
-    v[3] = a.w;
-}
-__device__ __forceinline__ void load4(const double *p, double (&v)[4]) {
-    const double2 a = *(const double2 *)p, b = *(const double2 *)(p + 2);
-    v[0] = a.x;
-    v[1] = a.y;
-    v[2] = b.x;
-    v[3] = b.y;
-}
-
 /* A compute thread's tokens come in runs of 4, kRunStride apart (16
  * threads x 4 tokens), so that 16 threads' 16-byte loads of a row are 256
  * contiguous bytes (runs of 8 were 4-way bank conflicts): its j-th token is

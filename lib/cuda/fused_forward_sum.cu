@@ -11,16 +11,16 @@
  *   backward, blocks from the last: the cells again, alpha of the block
  *     again from its checkpoint, the reversed sweep resumed from beta~'s
  *     column after the block, writing the posterior gamma [B, K, T] and
- *     leaving beta~'s column for the block before; then two kernels weigh
+ *     leaving beta~'s column for the block before; then one launch weighs
  *     the Gaussians' derivatives with gamma: per frame (d log_z / dx,
- *     written) and per token (summed over the blocks in float64, written at
- *     the end).
+ *     written) and per token (sums of gamma, gamma x and gamma x^2 over
+ *     the blocks in float64, turned into the gradients at the end).
  * A resumed sweep hands on the very edges the whole sweep would, so log_z
  * is the unfused CUDA path's (mas_forward_sum_cuda on mas_loglik_cuda's
  * matrix) bit for bit. Memory: three blocks [B, K, T] with K ~ 6 sqrt(S)
- * in whole units of the cell kernel, the checkpoints, two columns, mu and
- * 1/var [B, T, J] and the float64 token sums [B, T, 2J+1] (mas.h has the
- * total).
+ * in whole units of the cell kernel, the checkpoints, two columns, mu / var
+ * and 1 / var [B, T, J] and the float64 token sums [B, T, 2J+1] (mas.h has
+ * the total).
  * No synchronisation, no allocation. */
 #include <cuda_runtime.h>
 #include <math.h>
@@ -70,7 +70,7 @@ int64_t coef_pitch(int64_t T) { return (T + 3) / 4 * 4; }
 
 struct FgsLayout {
     int64_t K, blocks;
-    size_t coef, status, log_z, ckpt, beta, v, alpha, gamma, mu, inv, gm, gl, gs, seg;
+    size_t coef, status, log_z, ckpt, beta, v, alpha, gamma, mv, inv, gm, gl, gs, seg;
     size_t total;
 };
 
@@ -98,7 +98,7 @@ size_t fgs_layout(const mas_gauss_align_args *args, FgsLayout *L, mas_gauss_alig
     L->v = take(block);
     L->alpha = take(block);
     L->gamma = take(block);
-    L->mu = take((size_t)Bm * (size_t)T * (size_t)J * es);
+    L->mv = take((size_t)Bm * (size_t)T * (size_t)J * es);
     L->inv = take((size_t)Bm * (size_t)T * (size_t)J * es);
     L->gm = take(bt * (size_t)J * 8);
     L->gl = take(bt * (size_t)J * 8);
@@ -192,222 +192,336 @@ template <typename TA> struct FgsGrad {
     int32_t x_dtype;
     int64_t xs0, xs1, xs2;
     const TA *gamma;         /* [B][K][T] */
-    const TA *mu, *inv;      /* [model batch][T][J] */
-    int64_t ms;              /* item stride of mu and inv (0: one model) */
+    const TA *mv, *inv;      /* mu / var and 1 / var, [model batch][T][J] */
+    int64_t ms;              /* item stride of mv and inv (0: one model) */
     const int64_t *x_len, *y_len;
     const int32_t *status;
     int64_t k, K, T, S, J;
-    double *gm, *gl, *gs;    /* [B][T][J], [B][T][J], [B][T] */
+    double *gm, *gl, *gs;    /* sums of gamma x [B][T][J], gamma x^2 [B][T][J], gamma [B][T] */
     TA *gx;                  /* d log_z / dx, [B, S, J] view */
     int64_t gx0, gx1, gx2;
 };
 
-/* mu and 1/var of every token and dimension, as the CPU op takes them
- * (exp(-2 log_std) or 1/var in float64), rounded to the accumulator type. */
+/* mu / var and 1 / var of every token and dimension (1 / var as the CPU
+ * op takes it: exp(-2 log_std) or 1/var in float64), rounded to the
+ * accumulator type once. */
 template <typename TA>
 __global__ void fgs_params(mas_gauss_params prm, int64_t s0, int64_t s1, int64_t s2, int64_t p0,
-                           int64_t p1, int64_t p2, int64_t T, int64_t J, TA *mu, TA *inv) {
+                           int64_t p1, int64_t p2, int64_t T, int64_t J, TA *mv, TA *inv) {
     const int64_t n = prm.means.dim[0] * T * J;
     for (int64_t g = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; g < n;
          g += (int64_t)gridDim.x * blockDim.x) {
         const int64_t b = g / (T * J), i = g / J % T, d = g % J;
         const double m = load_elem<double>(prm.means.data, prm.means.dtype, b * s0 + i * s1 + d * s2);
         const double sp = load_elem<double>(prm.spread.data, prm.spread.dtype, b * p0 + i * p1 + d * p2);
-        mu[g] = (TA)m;
-        inv[g] = (TA)(prm.spread_kind == MAS_SPREAD_LOG_STD ? exp(-2.0 * sp) : 1.0 / sp);
+        const double iv = prm.spread_kind == MAS_SPREAD_LOG_STD ? exp(-2.0 * sp) : 1.0 / sp;
+        mv[g] = (TA)(m * iv);
+        inv[g] = (TA)iv;
     }
 }
 
-/* The gradient kernels' tiles: a block holds 8 warps; lane l takes the
- * dimensions d0 + l + 32q, q < Q, of a pass (Q = 1..4 as J needs: J = 80
- * takes Q = 3), warp w rows w, w + 8, ... of the tile; what the rows meet
- * (tokens for a frame, frames for a token) goes through shared memory 32
- * at a time, so that a token's mu and 1/var, or a frame's x, is read from
- * memory once a tile, not once a row. The sums run in the accumulator type
- * over one item's block of frames (frames: over its tokens), then go to
- * float64. Two or three blocks a multiprocessor, so that one loads its
- * chunk while another computes (three for the frame kernel: its grid, a
- * block per 32 frames of every item, would take 1.1 waves of two). */
-constexpr int kGradChunk = 32;
+/* The gradient kernels weigh two operands with the block's posteriors, as
+ * two products of one shape: over the steps s of an item's band,
+ *   out1[r][d] = sum_s A[s][r] U[s][d],   out2[r][d] = sum_s A[s][r] V[s][d]
+ * (frames: r a frame, s a token, U = mu / var, V = 1 / var; tokens: r a
+ * token, s a frame, U = x, V = x * x). A block takes kGradRows rows of one
+ * item and 4 G dimensions a pass; thread (r4, g) holds rows 4 r4 .. +3 x
+ * dimensions 4 g .. +3 of both, so that a step is three 16-byte shared
+ * loads for 32 fmas. The steps come into shared memory grad_steps() at a
+ * time by cp.async, the next chunk's copies in flight while the current one
+ * is multiplied, zeros past the ends (outside the band gamma is 0). The
+ * sums run in the accumulator type over one block of frames, then go to
+ * float64. The frame tiles and the token tiles of a block of frames are one
+ * launch, so that each kind's blocks fill the other's idle multiprocessors.
+ * (The earlier kernels, one token or frame a thread row and scalar shared
+ * loads, took 2.25 ms of the 4.46 of a call at B=32 T=512 S=2048 on the
+ * H100; the same tiles as now with loads waited for chunk by chunk took as
+ * long on the H200, and with cp.async element by element in two launches
+ * 1.37 ms.) */
+template <typename TA> __host__ __device__ constexpr int grad_steps() {
+    return sizeof(TA) == 8 ? 8 : 16; /* two buffers of 32 KB at G = 24 */
+}
+constexpr int kGradRows = 64;
+/* Groups of 4 dimensions a pass, at most: 16 x 24 threads take two blocks a
+ * multiprocessor at 85 registers (J = 80 takes 21 groups, with the token
+ * sums' column of ones) */
+constexpr int kGradGroups = 24;
+constexpr int kGradThreads = kGradRows / 4 * kGradGroups;
 
-/* d log_z / dx of 32 frames of the block (4 a warp), the band's tokens in
- * order:  dx_j = sum_i gamma(i, j) / var_i (mu_i - x_j)
- *              = sum_i gamma mu_i / var_i  -  x_j sum_i gamma / var_i,
- * two fmas a token and dimension (the cancellation when x_j ~ mu_i costs
- * eps |mu| / |mu - x| of relative error, in float32 ~1e-6 at |mu - x| ~
- * 0.1 |mu|; the CPU takes the difference first). */
-constexpr int kFrameTile = 32;
-template <typename TA, int Q>
-__global__ void __launch_bounds__(256, 3) fgs_frame_grads(FgsGrad<TA> g) {
-    constexpr int D = 32 * Q, R = kFrameTile / 8;
-    __shared__ TA gam_s[kGradChunk][kFrameTile + 1]; /* [token][frame] */
-    __shared__ TA mv_s[kGradChunk][D], inv_s[kGradChunk][D]; /* mu / var, 1 / var */
-    const int64_t b = blockIdx.y;
-    if (g.status[b] != MAS_OK) return;
+/* Groups of 4 dimensions a pass for J (and the ones). */
+inline int grad_groups(int64_t J) {
+    const int64_t g = (J + 1 + 3) / 4;
+    return g < kGradGroups ? (int)g : kGradGroups;
+}
+/* A, U and V of one chunk: [steps][rows + 4] and two [steps][4 G] */
+template <typename TA> __host__ __device__ constexpr int grad_buffer(int groups) {
+    return grad_steps<TA>() * (kGradRows + 4 + 8 * groups);
+}
+template <typename TA> size_t grad_smem(int groups) {
+    return 2 * (size_t)grad_buffer<TA>(groups) * sizeof(TA);
+}
+
+/* One chunk of steps: a points at the thread's 4 rows of step 0 (pitch
+ * ap), u and v at its 4 dimensions (pitch up). */
+template <typename TA>
+__device__ __forceinline__ void grad_products(TA (&p1)[4][4], TA (&p2)[4][4], const TA *a, int ap,
+                                              const TA *u, const TA *v, int up) {
+#pragma unroll 4
+    for (int s = 0; s < grad_steps<TA>(); s++) {
+        TA av[4], uv[4], vv[4];
+        load4(a + s * ap, av);
+        load4(u + s * up, uv);
+        load4(v + s * up, vv);
+#pragma unroll
+        for (int r = 0; r < 4; r++)
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                p1[r][q] = ll_fma(av[r], uv[q], p1[r][q]);
+                p2[r][q] = ll_fma(av[r], vv[q], p2[r][q]);
+            }
+    }
+}
+
+/* The chunks of steps [lo, hi] in order through two buffers: fill(s0, n,
+ * buf) starts the copies of steps s0 .. s0 + n - 1 (n <= ST) into buf;
+ * ready(buf) runs after the thread's own copies landed (before the barrier
+ * that shows them to the block); use(buf) reads a chunk. */
+template <int ST, typename Fill, typename Ready, typename Use>
+__device__ __forceinline__ void grad_chunks(int64_t lo, int64_t hi, Fill fill, Ready ready,
+                                            Use use) {
+    if (lo > hi) return;
+    auto count = [&](int64_t s0) { return hi - s0 + 1 < ST ? (int)(hi - s0 + 1) : ST; };
+    fill(lo, count(lo), 0);
+    async_commit();
+    int p = 0;
+    for (int64_t s0 = lo; s0 <= hi; s0 += ST, p ^= 1) {
+        if (s0 + ST <= hi) {
+            fill(s0 + ST, count(s0 + ST), p ^ 1);
+            async_commit();
+            async_wait<1>();
+        } else {
+            async_wait<0>();
+        }
+        ready(p);
+        __syncthreads(); /* chunk p visible */
+        use(p);
+        __syncthreads(); /* chunk p read: the next fill may take its buffer */
+    }
+}
+
+/* d log_z / dx of frame tile `tile` of the block, the band's tokens as
+ * steps:
+ *   dx_j = sum_i gamma(i, j) / var_i (mu_i - x_j)
+ *        = sum_i gamma mu_i / var_i  -  x_j sum_i gamma / var_i
+ * (the cancellation when x_j ~ mu_i costs eps |mu| / |mu - x| of relative
+ * error, in float32 ~1e-6 at |mu - x| ~ 0.1 |mu|; the CPU takes the
+ * difference first). */
+template <typename TA>
+__device__ __forceinline__ void frame_tile(const FgsGrad<TA> &g, TA *sm, int64_t b, int64_t tile) {
+    constexpr int ROWS = kGradRows, ST = grad_steps<TA>(), AP = ROWS + 4, V = 16 / sizeof(TA);
+    const int tid = threadIdx.x, nt = blockDim.x, G = nt / (ROWS / 4), UP = 4 * G;
+    const int BUF = grad_buffer<TA>(G), r4 = tid % (ROWS / 4), gq = tid / (ROWS / 4);
     const int64_t X = g.x_len[b], Y = g.y_len[b], f0 = g.k * g.K;
-    const int64_t n = Y - f0 < g.K ? Y - f0 : g.K, t0 = (int64_t)blockIdx.x * kFrameTile;
+    const int64_t n = Y - f0 < g.K ? Y - f0 : g.K, t0 = tile * ROWS;
     if (t0 >= n) return; /* uniform over the block */
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int64_t nf = n - t0 < kFrameTile ? n - t0 : kFrameTile, jfirst = f0 + t0;
+    const int nf = n - t0 < ROWS ? (int)(n - t0) : ROWS;
+    const int64_t jfirst = f0 + t0;
     const int64_t ilo = jfirst - (Y - X) > 0 ? jfirst - (Y - X) : 0;
     const int64_t ihi = jfirst + nf - 1 < X - 1 ? jfirst + nf - 1 : X - 1;
-    const TA *gam = g.gamma + (size_t)b * g.K * g.T;
-    const TA *mu = g.mu + b * g.ms, *inv = g.inv + b * g.ms;
-    for (int64_t d0 = 0; d0 < g.J; d0 += D) {
-        TA s_mv[R][Q] = {}, s_inv[R][Q] = {};
-        for (int64_t i0 = ilo; i0 <= ihi; i0 += kGradChunk) {
-            const int ni = ihi - i0 + 1 < kGradChunk ? (int)(ihi - i0 + 1) : kGradChunk;
-            __syncthreads(); /* the last chunk is read */
-            for (int e = tid; e < kGradChunk * kFrameTile; e += 256) {
-                const int f = e / kGradChunk, i = e % kGradChunk;
-                gam_s[i][f] = i < ni && f < nf ? gam[(t0 + f) * g.T + i0 + i] : (TA)0;
+    const TA *gam = g.gamma + (size_t)b * g.K * g.T + (size_t)t0 * g.T;
+    const TA *mv = g.mv + b * g.ms, *inv = g.inv + b * g.ms;
+    const bool vec = g.J % 4 == 0; /* rows of mu / var and 1 / var in 16-byte pieces */
+    for (int64_t d0 = 0; d0 < g.J; d0 += UP) {
+        TA p1[4][4] = {}, p2[4][4] = {};
+        auto fill = [&](int64_t i0, int ni, int p) {
+            TA *a_s = sm + p * BUF, *u_s = a_s + ST * AP, *v_s = u_s + ST * UP;
+            const int i = tid % ST; /* along a frame's tokens */
+            for (int f = tid / ST; f < ROWS; f += nt / ST) {
+                const bool real = i < ni && f < nf;
+                copy_elem_async(a_s + i * AP + f, gam + (real ? (size_t)f * g.T + i0 + i : 0), real);
             }
-            for (int e = tid; e < kGradChunk * D; e += 256) {
-                const int i = e / D, dd = e % D;
-                const bool in = i < ni && d0 + dd < g.J;
-                const TA v = in ? inv[(i0 + i) * g.J + d0 + dd] : (TA)0;
-                mv_s[i][dd] = in ? mu[(i0 + i) * g.J + d0 + dd] * v : (TA)0;
-                inv_s[i][dd] = v;
-            }
-            __syncthreads();
-            for (int i = 0; i < ni; i++) {
-                TA gv[R];
-#pragma unroll
-                for (int r = 0; r < R; r++) gv[r] = gam_s[i][warp + 8 * r];
-#pragma unroll
-                for (int q = 0; q < Q; q++) {
-                    const TA mv = mv_s[i][lane + 32 * q], v = inv_s[i][lane + 32 * q];
-#pragma unroll
-                    for (int r = 0; r < R; r++) {
-                        s_mv[r][q] += gv[r] * mv;
-                        s_inv[r][q] += gv[r] * v;
-                    }
+            if (vec) {
+                for (int e = tid; e < ST * (UP / V); e += nt) {
+                    const int k = e / (UP / V), dd = e % (UP / V) * V;
+                    const bool real = k < ni && d0 + dd < g.J;
+                    const int64_t at = real ? (i0 + k) * g.J + d0 + dd : 0;
+                    copy16_async_or_zero(u_s + k * UP + dd, mv + at, real);
+                    copy16_async_or_zero(v_s + k * UP + dd, inv + at, real);
+                }
+            } else {
+                for (int k = tid / UP; k < ST; k += nt / UP) { /* nt = 4 UP */
+                    const int dd = tid % UP;
+                    const bool real = k < ni && d0 + dd < g.J;
+                    const int64_t at = real ? (i0 + k) * g.J + d0 + dd : 0;
+                    copy_elem_async(u_s + k * UP + dd, mv + at, real);
+                    copy_elem_async(v_s + k * UP + dd, inv + at, real);
                 }
             }
-        }
+        };
+        grad_chunks<ST>(ilo, ihi, fill, [](int) {}, [&](int p) {
+            const TA *a_s = sm + p * BUF, *u_s = a_s + ST * AP, *v_s = u_s + ST * UP;
+            grad_products(p1, p2, a_s + 4 * r4, AP, u_s + 4 * gq, v_s + 4 * gq, UP);
+        });
 #pragma unroll
-        for (int r = 0; r < R; r++)
+        for (int r = 0; r < 4; r++)
 #pragma unroll
-            for (int q = 0; q < Q; q++) {
-                const int64_t f = warp + 8 * r, d = d0 + lane + 32 * q;
+            for (int q = 0; q < 4; q++) {
+                const int64_t f = 4 * r4 + r, d = d0 + 4 * gq + q;
                 if (f < nf && d < g.J) {
                     const double x = load_elem<double>(g.x, g.x_dtype,
                                                        b * g.xs0 + (jfirst + f) * g.xs1 + d * g.xs2);
                     g.gx[b * g.gx0 + (jfirst + f) * g.gx1 + d * g.gx2] =
-                        (TA)((double)s_mv[r][q] - x * (double)s_inv[r][q]);
+                        (TA)((double)p1[r][q] - x * (double)p2[r][q]);
                 }
             }
     }
 }
 
-/* The block's share of the token sums for 32 tokens (4 a warp), their band
- * frames of the block in order:
- *   gm += 1/var sum gamma (x - mu),  gl += 1/var sum gamma (x - mu)^2,
- *   gs += sum gamma. */
-constexpr int kTokenTile = 32;
-template <typename TA, int Q>
-__global__ void __launch_bounds__(256, 2) fgs_token_sums(FgsGrad<TA> g) {
-    constexpr int D = 32 * Q, R = kTokenTile / 8;
-    __shared__ TA gam_s[kGradChunk][kTokenTile + 1]; /* [frame][token] */
-    __shared__ TA x_s[kGradChunk][D];                /* [frame][dimension] */
-    const int64_t b = blockIdx.y;
-    if (g.status[b] != MAS_OK) return;
-    const int64_t X = g.x_len[b], Y = g.y_len[b], f0 = g.k * g.K;
-    const int64_t i0 = (int64_t)blockIdx.x * kTokenTile;
+/* The block of frames' share of the token sums of token tile `tile`, their
+ * band frames as steps:  gm += sum gamma x,  gl += sum gamma x^2,
+ * gs += sum gamma (a column of ones after the J of x; fgs_token_out takes
+ * mu and 1/var in). x of the accumulator's type is copied as it is, other
+ * types converted on the way (loads the block waits for). */
+template <typename TA>
+__device__ __forceinline__ void token_tile(const FgsGrad<TA> &g, TA *sm, int64_t b, int64_t tile) {
+    constexpr int ROWS = kGradRows, ST = grad_steps<TA>(), AP = ROWS + 4, V = 16 / sizeof(TA);
+    const int tid = threadIdx.x, nt = blockDim.x, G = nt / (ROWS / 4), UP = 4 * G;
+    const int BUF = grad_buffer<TA>(G), r4 = tid % (ROWS / 4), gq = tid / (ROWS / 4);
+    const int64_t X = g.x_len[b], Y = g.y_len[b], f0 = g.k * g.K, i0 = tile * ROWS;
     if (f0 >= Y || i0 >= X) return; /* uniform over the block */
-    const int64_t n = Y - f0 < g.K ? Y - f0 : g.K, ni = X - i0 < kTokenTile ? X - i0 : kTokenTile;
+    const int64_t n = Y - f0 < g.K ? Y - f0 : g.K;
+    const int ni = X - i0 < ROWS ? (int)(X - i0) : ROWS;
     const int64_t jlo = i0 > f0 ? i0 : f0;
     const int64_t jhi = i0 + ni - 1 + (Y - X) < f0 + n - 1 ? i0 + ni - 1 + (Y - X) : f0 + n - 1;
     if (jlo > jhi) return;
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const TA *gam = g.gamma + (size_t)b * g.K * g.T;
-    /* x tiles along its contiguous axis: frames (Glow-TTS z) or dimensions */
+    const TA *gam = g.gamma + (size_t)b * g.K * g.T + i0;
+    /* gamma's rows in 16-byte pieces; those past x_len carry what the
+     * sweep left there into rows of the tile no one writes out */
+    const bool vec = g.T % 4 == 0;
+    const bool direct = g.x_dtype == (sizeof(TA) == 8 ? MAS_FLOAT64 : MAS_FLOAT32);
+    const TA *xd = (const TA *)g.x + b * g.xs0;
+    /* x along its contiguous axis, frames (Glow-TTS z) or dimensions: this
+     * thread's first (frame, dimension) of a chunk and the steps to its
+     * others (nt = 4 UP, a multiple of ST) */
     const bool frames_fast = (g.xs1 < 0 ? -g.xs1 : g.xs1) <= (g.xs2 < 0 ? -g.xs2 : g.xs2);
-    for (int64_t d0 = 0; d0 < g.J; d0 += D) {
-        TA m[R][Q], v[R][Q], a1[R][Q] = {}, a2[R][Q] = {}, s0[R] = {};
-#pragma unroll
-        for (int r = 0; r < R; r++)
-#pragma unroll
-            for (int q = 0; q < Q; q++) {
-                const int64_t i = warp + 8 * r, d = d0 + lane + 32 * q;
-                const bool in = i < ni && d < g.J;
-                m[r][q] = in ? g.mu[b * g.ms + (i0 + i) * g.J + d] : (TA)0;
-                v[r][q] = in ? g.inv[b * g.ms + (i0 + i) * g.J + d] : (TA)0;
-            }
-        for (int64_t j0 = jlo; j0 <= jhi; j0 += kGradChunk) {
-            const int nf = jhi - j0 + 1 < kGradChunk ? (int)(jhi - j0 + 1) : kGradChunk;
-            __syncthreads(); /* the last chunk is read */
-            for (int e = tid; e < kGradChunk * kTokenTile; e += 256) {
-                const int f = e / kTokenTile, i = e % kTokenTile;
-                gam_s[f][i] = f < nf && i < ni ? gam[(j0 - f0 + f) * g.T + i0 + i] : (TA)0;
-            }
-            for (int e = tid; e < kGradChunk * D; e += 256) {
-                const int f = frames_fast ? e % kGradChunk : e / D;
-                const int dd = frames_fast ? e / kGradChunk : e % D;
-                x_s[f][dd] = f < nf && d0 + dd < g.J
-                                 ? load_elem<TA>(g.x, g.x_dtype,
-                                                 b * g.xs0 + (j0 + f) * g.xs1 + (d0 + dd) * g.xs2)
-                                 : (TA)0;
-            }
-            __syncthreads();
-            for (int f = 0; f < nf; f++) {
-                TA gv[R];
-#pragma unroll
-                for (int r = 0; r < R; r++) gv[r] = gam_s[f][warp + 8 * r];
-                if (d0 == 0)
-#pragma unroll
-                    for (int r = 0; r < R; r++) s0[r] += gv[r];
-#pragma unroll
-                for (int q = 0; q < Q; q++) {
-                    const TA xv = x_s[f][lane + 32 * q];
-#pragma unroll
-                    for (int r = 0; r < R; r++) {
-                        const TA diff = xv - m[r][q], t = gv[r] * diff;
-                        a1[r][q] += t;
-                        a2[r][q] += t * diff;
-                    }
+    const int xf = frames_fast ? tid % ST : tid / UP, xd0 = frames_fast ? tid / ST : tid % UP;
+    const int xf_step = frames_fast ? 0 : nt / UP, xd_step = frames_fast ? nt / ST : 0;
+    constexpr int kXs = ST * 4 / (ROWS / 4); /* elements a thread: ST UP / nt */
+    for (int64_t d0 = 0; d0 <= g.J; d0 += UP) {
+        TA p1[4][4] = {}, p2[4][4] = {};
+        auto fill = [&](int64_t j0, int nf, int p) {
+            TA *a_s = sm + p * BUF, *u_s = a_s + ST * AP;
+            if (vec) {
+                for (int e = tid; e < ST * (ROWS / V); e += nt) {
+                    const int f = e / (ROWS / V), i = e % (ROWS / V) * V;
+                    const bool real = f < nf && i < ni;
+                    copy16_async_or_zero(a_s + f * AP + i,
+                                         gam + (real ? (size_t)(j0 - f0 + f) * g.T + i : 0), real);
+                }
+            } else {
+                for (int e = tid; e < ST * ROWS; e += nt) {
+                    const int f = e / ROWS, i = e % ROWS;
+                    const bool real = f < nf && i < ni;
+                    copy_elem_async(a_s + f * AP + i,
+                                    gam + (real ? (size_t)(j0 - f0 + f) * g.T + i : 0), real);
                 }
             }
-        }
 #pragma unroll
-        for (int r = 0; r < R; r++) {
-            const int64_t i = warp + 8 * r;
+            for (int k = 0; k < kXs; k++) {
+                const int f = xf + k * xf_step, dd = xd0 + k * xd_step;
+                const int64_t d = d0 + dd, at = (j0 + f) * g.xs1 + d * g.xs2;
+                TA *to = u_s + f * UP + dd;
+                if (f < nf && d < g.J) {
+                    if (direct)
+                        copy_elem_async(to, xd + at, true);
+                    else
+                        *to = load_elem<TA>(g.x, g.x_dtype, b * g.xs0 + at);
+                } else {
+                    *to = f < nf && d == g.J ? (TA)1 : (TA)0;
+                }
+            }
+        };
+        auto squares = [&](int p) { /* of the elements this thread copied */
+            TA *u_s = sm + p * BUF + ST * AP, *v_s = u_s + ST * UP;
+#pragma unroll
+            for (int k = 0; k < kXs; k++) {
+                const int f = xf + k * xf_step, dd = xd0 + k * xd_step;
+                const TA v = u_s[f * UP + dd];
+                v_s[f * UP + dd] = ll_mul(v, v);
+            }
+        };
+        grad_chunks<ST>(jlo, jhi, fill, squares, [&](int p) {
+            const TA *a_s = sm + p * BUF, *u_s = a_s + ST * AP, *v_s = u_s + ST * UP;
+            grad_products(p1, p2, a_s + 4 * r4, AP, u_s + 4 * gq, v_s + 4 * gq, UP);
+        });
+#pragma unroll
+        for (int r = 0; r < 4; r++) {
+            const int i = 4 * r4 + r;
             if (i >= ni) continue;
             const size_t at = ((size_t)b * g.T + i0 + i) * g.J;
 #pragma unroll
-            for (int q = 0; q < Q; q++) {
-                const int64_t d = d0 + lane + 32 * q;
+            for (int q = 0; q < 4; q++) {
+                const int64_t d = d0 + 4 * gq + q;
                 if (d < g.J) {
-                    g.gm[at + d] += (double)v[r][q] * (double)a1[r][q];
-                    g.gl[at + d] += (double)v[r][q] * (double)a2[r][q];
+                    g.gm[at + d] += (double)p1[r][q];
+                    g.gl[at + d] += (double)p2[r][q];
+                } else if (d == g.J) {
+                    g.gs[(size_t)b * g.T + i0 + i] += (double)p1[r][q];
                 }
             }
-            if (d0 == 0 && lane == 0) g.gs[(size_t)b * g.T + i0 + i] += (double)s0[r];
         }
     }
 }
 
-/* The outputs of the token sums (zeros beyond x_len and for a failed
- * item): d/dmu = gm, d/dlog_std = gl - gs, d/dvar = (gl - gs) / (2 var). */
+/* Block of frames k's gradient tiles: blockIdx.x < frame_tiles a frame
+ * tile, the rest token tiles; blockIdx.y the item. 16 G threads. */
 template <typename TA>
-__global__ void fgs_token_out(FgsGrad<TA> g, mas_tensor3 om, mas_tensor3 os, int variance) {
+__global__ void __launch_bounds__(kGradThreads, sizeof(TA) == 8 ? 1 : 2)
+    fgs_grads(FgsGrad<TA> g, int frame_tiles) {
+    extern __shared__ __align__(16) unsigned char fgs_sm[];
+    const int64_t b = blockIdx.y;
+    if (g.status[b] != MAS_OK) return;
+    if ((int)blockIdx.x < frame_tiles)
+        frame_tile(g, (TA *)fgs_sm, b, blockIdx.x);
+    else
+        token_tile(g, (TA *)fgs_sm, b, blockIdx.x - frame_tiles);
+}
+
+/* The outputs of the token sums (zeros beyond x_len and for a failed
+ * item), in float64 from the sums of gamma x (gm), gamma x^2 (gl) and
+ * gamma (gs), the caller's means and 1/var:  with a1 = gm - mu gs =
+ * sum gamma (x - mu) and a2 = gl - mu (2 gm - mu gs) = sum gamma (x - mu)^2,
+ * d/dmu = a1 / var, d/dlog_std = a2 / var - gs, d/dvar = that / (2 var). */
+template <typename TA>
+__global__ void fgs_token_out(FgsGrad<TA> g, mas_tensor3 means, mas_tensor3 om, mas_tensor3 os,
+                              int variance) {
     const int64_t b = blockIdx.y;
     const bool live = g.status[b] == MAS_OK;
-    const int64_t X = g.x_len[b];
+    const int64_t X = g.x_len[b], mb = means.dim[0] == 1 ? 0 : b;
     for (int64_t r = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; r < g.T * g.J;
          r += (int64_t)gridDim.x * blockDim.x) {
         const int64_t i = r / g.J, d = r % g.J;
         const bool in = live && i < X;
         const size_t at = (size_t)b * g.T * g.J + r;
+        double a1 = 0, a2 = 0, s = 0, iv = 0;
+        if (in) {
+            const double mu = load_elem<double>(
+                means.data, means.dtype,
+                mb * means.stride[0] + i * means.stride[1] + d * means.stride[2]);
+            iv = (double)g.inv[b * g.ms + i * g.J + d];
+            s = g.gs[(size_t)b * g.T + i];
+            a1 = g.gm[at] - mu * s;
+            a2 = g.gl[at] - mu * (2 * g.gm[at] - mu * s);
+        }
         if (om.data) {
             TA *o = (TA *)om.data + b * om.stride[0] + i * om.stride[1] + d * om.stride[2];
-            *o = in ? (TA)g.gm[at] : (TA)0;
+            *o = in ? (TA)(a1 * iv) : (TA)0;
         }
         if (os.data) {
             double v = 0;
             if (in) {
-                v = g.gl[at] - g.gs[(size_t)b * g.T + i];
-                if (variance) v *= 0.5 * (double)g.inv[b * g.ms + i * g.J + d];
+                v = a2 * iv - s;
+                if (variance) v *= 0.5 * iv;
             }
             *((TA *)os.data + b * os.stride[0] + i * os.stride[1] + d * os.stride[2]) = (TA)v;
         }
@@ -427,23 +541,15 @@ template <typename TA> __global__ void fgs_frame_zeros(FgsGrad<TA> g) {
     }
 }
 
-/* The frame (d/dx) or token kernel with the dimensions a lane that J needs. */
-template <typename TA, bool FRAMES>
-void grad_launch(const FgsGrad<TA> &g, int64_t J, dim3 grid, cudaStream_t s) {
-    /* float64 tiles of more than 64 dimensions overflow the registers and
-     * the static shared memory: more passes instead */
-    constexpr int most = sizeof(TA) == 8 ? 2 : 4;
-    const int q = J > 32 * most ? most : (int)((J + 31) / 32);
-    auto go = [&](auto kernel) { kernel<<<grid, 256, 0, s>>>(g); };
-    switch (q) {
-    case 1: FRAMES ? go(fgs_frame_grads<TA, 1>) : go(fgs_token_sums<TA, 1>); break;
-    case 2: FRAMES ? go(fgs_frame_grads<TA, 2>) : go(fgs_token_sums<TA, 2>); break;
-    case 3:
-        FRAMES ? go(fgs_frame_grads<TA, 3 < most ? 3 : most>)
-               : go(fgs_token_sums<TA, 3 < most ? 3 : most>);
-        break;
-    default: FRAMES ? go(fgs_frame_grads<TA, most>) : go(fgs_token_sums<TA, most>); break;
-    }
+/* The gradient tiles of block k: frames (d/dx) if want_x, tokens if
+ * want_tok. */
+template <typename TA>
+void grad_launch(const FgsGrad<TA> &g, int64_t B, bool want_x, bool want_tok, cudaStream_t s) {
+    const int G = grad_groups(g.J);
+    const int64_t ft = want_x ? (g.K + kGradRows - 1) / kGradRows : 0;
+    const int64_t tt = want_tok ? (g.T + kGradRows - 1) / kGradRows : 0;
+    fgs_grads<TA><<<dim3((unsigned)(ft + tt), (unsigned)B), (unsigned)(kGradRows / 4 * G),
+                    grad_smem<TA>(G), s>>>(g, (int)ft);
 }
 
 /* The cells of block k's frames for every item into the v block. */
@@ -507,7 +613,7 @@ mas_status run(const mas_gauss_align_args *args, const mas_gauss_soft_outputs *o
     g.xs1 = view_stride(&args->x, 1);
     g.xs2 = view_stride(&args->x, 2);
     g.gamma = plan.gamma;
-    g.mu = (const TA *)(ws + L.mu);
+    g.mv = (const TA *)(ws + L.mv);
     g.inv = (const TA *)(ws + L.inv);
     g.ms = sh.model_batch == 1 ? 0 : T * J;
     g.x_len = args->x_len;
@@ -534,7 +640,7 @@ mas_status run(const mas_gauss_align_args *args, const mas_gauss_soft_outputs *o
         fgs_params<TA><<<(unsigned)blocks, 256, 0, s>>>(
             prm, view_stride(&prm.means, 0), view_stride(&prm.means, 1), view_stride(&prm.means, 2),
             view_stride(&prm.spread, 0), view_stride(&prm.spread, 1), view_stride(&prm.spread, 2), T,
-            J, (TA *)(ws + L.mu), (TA *)(ws + L.inv));
+            J, (TA *)(ws + L.mv), (TA *)(ws + L.inv));
     }
     const size_t sums = (size_t)B * T * J * 8;
     if (cudaMemsetAsync(g.gm, 0, sums, s) != cudaSuccess ||
@@ -552,16 +658,13 @@ mas_status run(const mas_gauss_align_args *args, const mas_gauss_soft_outputs *o
         plan.phase = FGS_POSTERIOR;
         if (st == MAS_OK) st = soft_launch<TA, Bwd>(plan, B, T, L.K, links, s);
         if (st != MAS_OK) break;
-        const unsigned frame_tiles = (unsigned)((L.K + kFrameTile - 1) / kFrameTile);
-        const unsigned token_tiles = (unsigned)((T + kTokenTile - 1) / kTokenTile);
-        if (want_x) grad_launch<TA, true>(g, J, dim3(frame_tiles, (unsigned)B), s);
-        if (want_tok) grad_launch<TA, false>(g, J, dim3(token_tiles, (unsigned)B), s);
+        grad_launch<TA>(g, B, want_x, want_tok, s);
     }
     if (st != MAS_OK) return st;
     const int64_t per_item = 32;
     if (want_tok)
         fgs_token_out<TA><<<dim3((unsigned)per_item, (unsigned)B), 256, 0, s>>>(
-            g, out->grad_means, out->grad_spread, prm.spread_kind == MAS_SPREAD_VARIANCE);
+            g, prm.means, out->grad_means, out->grad_spread, prm.spread_kind == MAS_SPREAD_VARIANCE);
     if (want_x) fgs_frame_zeros<TA><<<dim3((unsigned)per_item, (unsigned)B), 256, 0, s>>>(g);
     return cudaGetLastError() == cudaSuccess ? MAS_OK : MAS_ERR_CUDA;
 }

@@ -82,6 +82,16 @@ __host__ __device__ __forceinline__ void copy16_async(void *smem_dst, const void
     *(int4 *)smem_dst = *(const int4 *)gsrc;
 #endif
 }
+/* copy16_async, or 16 zero bytes where !real (which reads nothing) */
+__device__ __forceinline__ void copy16_async_or_zero(void *smem_dst, const void *gsrc, bool real) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned s = (unsigned)__cvta_generic_to_shared(smem_dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gsrc),
+                 "r"(real ? 16 : 0) : "memory");
+#else
+    *(int4 *)smem_dst = real ? *(const int4 *)gsrc : make_int4(0, 0, 0, 0);
+#endif
+}
 /* One 4- or 8-byte element to shared memory asynchronously on sm_80 and
  * later, zero where !real (which reads nothing); a plain copy on older
  * targets. */

@@ -82,6 +82,22 @@ template <typename TA> __device__ __forceinline__ TA load_elem(const void *base,
     }
 }
 
+/* v = p[0..4), p 16-byte aligned in shared or global memory */
+__device__ __forceinline__ void load4(const float *p, float (&v)[4]) {
+    const float4 a = *(const float4 *)p;
+    v[0] = a.x;
+    v[1] = a.y;
+    v[2] = a.z;
+    v[3] = a.w;
+}
+__device__ __forceinline__ void load4(const double *p, double (&v)[4]) {
+    const double2 a = *(const double2 *)p, b = *(const double2 *)(p + 2);
+    v[0] = a.x;
+    v[1] = a.y;
+    v[2] = b.x;
+    v[3] = b.y;
+}
+
 __device__ __forceinline__ float ll_fma(float a, float b, float c) { return __fmaf_rn(a, b, c); }
 __device__ __forceinline__ double ll_fma(double a, double b, double c) { return __fma_rn(a, b, c); }
 __device__ __forceinline__ float ll_mul(float a, float b) { return __fmul_rn(a, b); }
