@@ -1,17 +1,30 @@
 /* Backtrack of hard MAS on CUDA: one warp per item walks the decision bits
- * from (x_len-1, y_len-1) down to frame 0, 32 frames per window.
+ * from (x_len-1, y_len-1) down to frame 0, 31 frames per window.
  *
- * From token r at frame j the path at frame j-k lies in [r-k, r], so a
- * window of 32 frames needs the bits of only 32 tokens: lane k holds the
- * 32-bit word of frame j-k for tokens [r-31, r]. Every lane then reads the
- * window's 32 words back from shared memory and walks them in registers on
- * a one-hot mask m of the current token:
- *   m' = (m & ~w) | ((m & w) >> 1)
- * (three dependent integer operations a frame, no branch). The words of the
- * window after next are loaded before the walk (the 4 groups it can need),
- * so each load has two walks to arrive.
- * The rules that do not come from the bits are folded into the words first:
- * a token equal to its frame must move, token 0 never moves.
+ * From token r at frame j the path at frame j-31 lies in [r-31, r]: 32
+ * candidates, one a lane. So a window is walked from all 32 tokens it can
+ * start at before its start is known: lane l walks window i from token
+ * top(i-1) - 31 + l (top(i) is the path's token at window i's first frame),
+ * and once top(i) is known the lane that started there holds the window's
+ * moves (a shuffle). Window i's walk needs top(i-1), not top(i), so the
+ * walks of windows i and i+1 are independent and run side by side, and the
+ * chain from window to window is a shuffle, not a walk: two walks of 31
+ * steps and two shuffles every 62 frames. (Walking the one path, 32 frames
+ * a window with its start known, every window waited on the last: ~1.3k
+ * cycles a window. The kernel: 41 -> 34 us at B=32 T=512 S=2048, 80 -> 65
+ * at B=16 T=1024 S=4096, 17.6 -> 14.6 at B=32 T=150 S=800; H200,
+ * 2026-11-28, bench/results/calls-gpu-h100.md "session 14".)
+ *
+ * A lane's walk runs on 32-bit words of the tokens [s-31, s] below its
+ * start s, one a frame (a funnel shift of two group words), with a one-hot
+ * mask m of the current token: a move is (m & w) != 0, then m >>= 1; the
+ * walk records its moves as bits of mv (bit k: moved at the window's k-th
+ * frame), so the token at any frame of the window is the start minus the
+ * moves before it. The group words of the windows two ahead are loaded
+ * during this pair's walks (from top(i), they lie in 4 and 5 groups) and
+ * staged in shared memory, the rules that do not come from the bits folded
+ * in: a token equal to its frame must move, token 0 never moves, nothing
+ * moves before frame 0.
  *
  * The warp also validates the item (lengths, the forward's NaN/+inf flag, no
  * finite path), records errors in the device error word, and writes the
@@ -41,22 +54,117 @@ struct BacktrackArgs {
     const int *item_status; /* [B] checks made before (NULL: none); not MAS_OK: the item fails */
 };
 
-/* Word of group g (tokens 32g..32g+31) at frame f; 0 outside what the
- * forward wrote. */
-__device__ __forceinline__ uint32_t decision_word(const uint32_t *item_bits, int64_t S,
-                                                  int64_t live_groups, int64_t g, int64_t f) {
-    return (g >= 0 && g < live_groups && f >= 0) ? item_bits[g * S + f] : 0u;
+constexpr int kWalkFrames = 31; /* a window: its end is one of 32 tokens */
+constexpr int kWalkRow = 36;    /* staged words a group: 32 frames, 16-byte rows, no bank conflicts */
+/* Groups staged a pair of windows: window i's candidates' words lie in 4
+ * groups from top(i-2), window i+1's in 5 */
+constexpr int kWalkRows0 = 4, kWalkRows = 9;
+
+/* First group staged for the pair's first (second) window from top(i-2)
+ * (>> is floor division: tokens are below 2^31, as int32 outputs hold them) */
+__device__ __forceinline__ int walk_group0(int base) { return (base - 93) >> 5; }
+__device__ __forceinline__ int walk_group1(int base) { return (base - 124) >> 5; }
+
+/* Lane k's words of groups [g, g + N) at frame f (f = a window's first
+ * frame - k) into w as loaded; returns the rows that hold a word the
+ * forward wrote (bit r; not where f < 0, outside the item's groups, or for
+ * lane 31). The loads are not branched around: a word out of range is
+ * loaded from the item's first, and only walk_stage, a pair of windows
+ * later, replaces it by 0, so that nothing waits on the loads before then
+ * (a select right after them held every pair for the loads' latency: 39%
+ * of the stall samples, ncu, H200). */
+template <int N>
+__device__ __forceinline__ uint32_t walk_fetch(uint32_t *w, const uint32_t *item_bits, int64_t S,
+                                               int live, int g, int64_t f, bool lane_on) {
+    const bool f_ok = lane_on && f >= 0;
+    const uint32_t *at = item_bits + (f_ok ? f : 0);
+    uint32_t rows = 0u;
+#pragma unroll
+    for (int r = 0; r < N; ++r) {
+        const bool ok = f_ok && g + r >= 0 && g + r < live;
+        w[r] = __ldg(at + (int64_t)(ok ? g + r : 0) * S);
+        rows |= ok ? 1u << r : 0u;
+    }
+    return rows;
 }
 
-__device__ __forceinline__ int64_t floor_div32(int64_t x) { return x >= 0 ? x / 32 : -((-x + 31) / 32); }
+/* Staged words of groups [g, g + N) at frame f from walk_fetch's w and
+ * rows: the rules that do not come from the bits folded in (a token equal
+ * to its frame must move, token 0 never moves, nothing moves before frame
+ * 0). */
+template <int N>
+__device__ __forceinline__ void walk_stage(uint32_t *row, const uint32_t *w, uint32_t rows, int g,
+                                           int64_t f, int lane) {
+    const int64_t d = f - 32 * (int64_t)g; /* bit of the token equal to the frame, row 0 */
+    const int d0 = (int)(d < -64 ? -64 : d > 1024 ? 1024 : d);
+#pragma unroll
+    for (int r = 0; r < N; ++r) {
+        const int diag = d0 - 32 * r;
+        uint32_t v = (rows >> r & 1u ? w[r] : 0u) | ((unsigned)diag < 32u ? 1u << diag : 0u);
+        v &= g + r == 0 ? ~1u : ~0u;
+        row[r * kWalkRow + lane] = f >= 0 && lane < kWalkFrames ? v : 0u;
+    }
+}
 
-/* Warps a block, one an item (hard_finish launches it so). */
-constexpr int kBacktrackWarps = 4;
+/* A lane's place in a window's staged rows: its start is top(i-1) - 31 +
+ * lane, its word's lowest token lo = start - 31 lies in row (group of lo) -
+ * first group, shifted by lo mod 32. */
+struct WalkLane {
+    int row, shift;
+};
+__device__ __forceinline__ WalkLane walk_lane(int top_before, int first_group, int lane) {
+    const int lo = top_before - 62 + lane;
+    return WalkLane{(lo >> 5) - first_group, lo & 31};
+}
+
+/* One frame of a lane's walk: a move is the current token's bit. Written
+ * with a predicate, so that a frame is two dependent instructions (a LOP3
+ * that sets it, a shift under it); as C, nvcc shifted by a selected 0 or 1
+ * (three). */
+__device__ __forceinline__ void walk_step(uint32_t &m, uint32_t &mv, uint32_t w, uint32_t bit) {
+    asm("{\n\t.reg .pred p;\n\t.reg .b32 t;\n\t"
+        "and.b32 t, %0, %2;\n\tsetp.ne.u32 p, t, 0;\n\t"
+        "@p shr.b32 %0, %0, 1;\n\t@p or.b32 %1, %1, %3;\n\t}"
+        : "+r"(m), "+r"(mv)
+        : "r"(w), "r"(bit));
+}
+
+/* The two windows' walks side by side on the staged rows st (window i's
+ * from row 0, window i+1's from row kWalkRows0): the moves of each lane's
+ * start. */
+__device__ __forceinline__ void walk_pair(const uint32_t *st, WalkLane p0, WalkLane p1, uint32_t &mv0,
+                                          uint32_t &mv1) {
+    const uint32_t *r0 = st + p0.row * kWalkRow, *r1 = st + (kWalkRows0 + p1.row) * kWalkRow;
+    uint32_t m0 = 1u << 31, m1 = 1u << 31;
+    mv0 = mv1 = 0u;
+#pragma unroll
+    for (int q = 0; q < 8; ++q) {
+        const uint4 lo0 = *reinterpret_cast<const uint4 *>(r0 + 4 * q);
+        const uint4 hi0 = *reinterpret_cast<const uint4 *>(r0 + kWalkRow + 4 * q);
+        const uint4 lo1 = *reinterpret_cast<const uint4 *>(r1 + 4 * q);
+        const uint4 hi1 = *reinterpret_cast<const uint4 *>(r1 + kWalkRow + 4 * q);
+        const uint32_t l0[4] = {lo0.x, lo0.y, lo0.z, lo0.w}, h0[4] = {hi0.x, hi0.y, hi0.z, hi0.w};
+        const uint32_t l1[4] = {lo1.x, lo1.y, lo1.z, lo1.w}, h1[4] = {hi1.x, hi1.y, hi1.z, hi1.w};
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            const int k = 4 * q + e;
+            if (k < kWalkFrames) {
+                walk_step(m0, mv0, __funnelshift_r(l0[e], h0[e], (unsigned)p0.shift), 1u << k);
+                walk_step(m1, mv1, __funnelshift_r(l1[e], h1[e], (unsigned)p1.shift), 1u << k);
+            }
+        }
+    }
+}
+
+/* Warps a block, one an item (hard_finish launches it so). One: each item's
+ * warp has a multiprocessor to itself (4 a block were ~5% slower). */
+constexpr int kBacktrackWarps = 1;
 
 __global__ void __launch_bounds__(32 * kBacktrackWarps) hard_backtrack(BacktrackArgs a) {
-    __shared__ __align__(16) uint32_t windows[kBacktrackWarps][32]; /* a warp's words of a window */
+    /* a warp's staged words of a pair of windows */
+    __shared__ __align__(16) uint32_t staged[kBacktrackWarps][kWalkRows * kWalkRow];
     const int lane = threadIdx.x & 31;
-    uint32_t *const win = windows[threadIdx.x >> 5];
+    uint32_t *const st = staged[threadIdx.x >> 5];
     const int64_t b = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
     if (b >= a.B) return;
     const int64_t T = a.T, S = a.S;
@@ -108,78 +216,60 @@ __global__ void __launch_bounds__(32 * kBacktrackWarps) hard_backtrack(Backtrack
     }
 
     const uint32_t *item_bits = a.bits + (size_t)b * a.groups * S;
-    const int64_t live = (X + 31) / 32;
-    int64_t top = X - 1; /* token at frame j */
+    const int live = (int)((X + 31) / 32);
+    const bool lane_on = lane < kWalkFrames;
+    /* Windows i, i+1 start at frames j and j-31; top_b = top(i-1), top_c =
+     * top(i), base = top(i-2), where the staged words were fetched from
+     * (before the first window all are x_len-1). */
+    int top_b = (int)(X - 1), top_c = top_b, base = top_b;
     int64_t j = Y - 1;
-    int64_t g1 = floor_div32(top - 31);
-    uint32_t lo = decision_word(item_bits, S, live, g1, j - lane);
-    uint32_t hi = decision_word(item_bits, S, live, g1 + 1, j - lane);
-    /* The next window starts at a token in [top-32, top]: its words lie in
-     * the 3 groups from h1; kept in c1 (4 slots, the layout of c2). */
-    int64_t h1 = floor_div32(top - 63);
-    uint32_t c1[4];
-#pragma unroll
-    for (int k = 0; k < 4; ++k) c1[k] = decision_word(item_bits, S, live, h1 + k, j - 32 - lane);
+    uint32_t cur[kWalkRows];
+    uint32_t cur_rows =
+        walk_fetch<kWalkRows0>(cur, item_bits, S, live, walk_group0(base), j - lane, lane_on) |
+        walk_fetch<kWalkRows - kWalkRows0>(cur + kWalkRows0, item_bits, S, live,
+                                           walk_group1(base), j - kWalkFrames - lane, lane_on)
+            << kWalkRows0;
+    /* the token at frame jw-k of a window starting at frame jw at token top with moves mv */
+    auto put = [&](int64_t jw, int top, uint32_t mv) {
+        const int64_t frame = jw - lane;
+        const int tok = top - __popc(mv & ((1u << lane) - 1u));
+        if (lane_on && frame >= 0) {
+            ft[frame] = tok;
+            if (idx_out) idx_out[frame] = tok;
+            if (frame == 0 || (mv >> lane & 1u)) rb[tok] = (int32_t)frame;
+        }
+    };
     while (j >= 0) {
-        /* Loads two windows ahead, so that an L2 round trip overlaps two
-         * walks: that window starts at a token in [top-64, top], so its
-         * words lie in the 4 groups from h2. */
-        const int64_t h2 = floor_div32(top - 95);
-        const int64_t jn = j - 32;
-        uint32_t c2[4];
-#pragma unroll
-        for (int k = 0; k < 4; ++k) c2[k] = decision_word(item_bits, S, live, h2 + k, jn - 32 - lane);
-
-        /* Lane k's word: tokens [tb, tb+31] at frame j-k, rules folded in. */
-        const int64_t tb = top - 31;
-        const int64_t frame = j - lane;
-        uint32_t word = __funnelshift_r(lo, hi, (unsigned)(tb - 32 * g1));
-        const int64_t diag = frame - tb; /* bit of the token equal to the frame */
-        if (diag >= 0 && diag < 32) word |= 1u << diag;
-        if (tb <= 0 && tb > -32) word &= ~(1u << (-tb));
-        if (frame < 0) word = 0; /* past frame 0: the walk idles */
-
-        uint32_t m = 1u << 31, mine = 0;
-        const int steps = j + 1 < 32 ? (int)(j + 1) : 32;
-        /* Every lane walks all 32 frames, no exit, on the window's words
-         * read back from shared memory 16 bytes at a time (broadcast): 8
-         * loads issued before the walk. With a shuffle a frame, ptxas put
-         * each shuffle next to its use and the walk waited on every one
-         * (short scoreboard; 449 instructions and ~1.7k cycles a window;
-         * results/calls-gpu-h100.md, session 8). */
-        __syncwarp(); /* every lane has read the last window's words */
-        win[lane] = word;
+        /* the next pair's words, in flight during this pair's walks */
+        uint32_t next[kWalkRows];
+        const int64_t jn = j - 2 * kWalkFrames;
+        const uint32_t next_rows =
+            walk_fetch<kWalkRows0>(next, item_bits, S, live, walk_group0(top_c), jn - lane,
+                                   lane_on) |
+            walk_fetch<kWalkRows - kWalkRows0>(next + kWalkRows0, item_bits, S, live,
+                                               walk_group1(top_c), jn - kWalkFrames - lane, lane_on)
+                << kWalkRows0;
+        const int g0 = walk_group0(base), g1 = walk_group1(base);
+        __syncwarp(); /* every lane has read the last pair's rows */
+        walk_stage<kWalkRows0>(st, cur, cur_rows, g0, j - lane, lane);
+        walk_stage<kWalkRows - kWalkRows0>(st + kWalkRows0 * kWalkRow, cur + kWalkRows0,
+                                           cur_rows >> kWalkRows0, g1, j - kWalkFrames - lane, lane);
         __syncwarp();
-        uint4 q[8];
-#pragma unroll
-        for (int i = 0; i < 8; ++i) q[i] = reinterpret_cast<const uint4 *>(win)[i];
-#pragma unroll
-        for (int k = 0; k < 32; ++k) {
-            const uint4 &v = q[k >> 2];
-            const uint32_t wk = (k & 3) == 0 ? v.x : (k & 3) == 1 ? v.y : (k & 3) == 2 ? v.z : v.w;
-            mine = lane == k ? m : mine;
-            uint32_t moved = m & wk;
-            m = (m & ~wk) | (moved >> 1);
-        }
-        /* Token of frame j-k-1: lane k+1's, or the walk's end for lane 31. */
-        const int64_t my_token = tb + 31 - __clz(mine | 1u); /* lanes past steps: unused */
-        const int64_t end_token = tb + 31 - __clz(m);
-        int64_t below = __shfl_down_sync(kFullMask, my_token, 1);
-        if (lane == 31) below = end_token;
-        if (lane < steps) {
-            ft[frame] = (int32_t)my_token;
-            if (idx_out) idx_out[frame] = (int32_t)my_token;
-            if (frame == 0 || below != my_token) rb[my_token] = (int32_t)frame;
-        }
-        top = end_token;
+        uint32_t mv0, mv1;
+        walk_pair(st, walk_lane(top_b, g0, lane), walk_lane(top_c, g1, lane), mv0, mv1);
+        /* top(i) started lane top(i) - top(i-1) + 31 of window i's walk */
+        const uint32_t moves0 = __shfl_sync(kFullMask, mv0, top_c - top_b + 31);
+        const int top_n = top_c - __popc(moves0); /* top(i+1) */
+        const uint32_t moves1 = __shfl_sync(kFullMask, mv1, top_n - top_c + 31);
+        put(j, top_c, moves0);
+        put(j - kWalkFrames, top_n, moves1);
+        base = top_c;
+        top_b = top_n;
+        top_c = top_n - __popc(moves1); /* top(i+2) */
         j = jn;
-        g1 = floor_div32(top - 31);
-        const int64_t d = g1 - h1; /* 0, 1 or 2 */
-        lo = d == 0 ? c1[0] : d == 1 ? c1[1] : c1[2];
-        hi = d == 0 ? c1[1] : d == 1 ? c1[2] : c1[3];
-        h1 = h2;
 #pragma unroll
-        for (int k = 0; k < 4; ++k) c1[k] = c2[k];
+        for (int r = 0; r < kWalkRows; ++r) cur[r] = next[r];
+        cur_rows = next_rows;
     }
     __syncwarp();
     for (int64_t i = lane; i < T; i += 32) {
