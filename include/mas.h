@@ -794,10 +794,11 @@ size_t mas_forward_sum_gaussian_cpu_workspace_size(const mas_gauss_align_args *a
 
 /* Forward-sum on the Gaussian log-likelihoods with the gradients of log_z,
  * on the CPU: the log-plus sweep keeps alpha's column every ~sqrt(S)
- * frames; a reversed sweep then walks the blocks from the end while each
- * block's alpha is recomputed from its checkpoint and its cells from the
- * parameters, and the posterior gamma(i,j) of the block weights the
- * Gaussian's derivatives (accumulated in float64):
+ * frames; then, block by block from the end, the block's alpha is
+ * recomputed from its checkpoint and its cells from the parameters, a
+ * reversed sweep walks the block on those cells, and the posterior
+ * gamma(i,j) of the block weights the Gaussian's derivatives (accumulated
+ * in float64):
  *   d v / d x_j = -(x_j - mu_j) / var_j,  d v / d mu_j = (x_j - mu_j) / var_j,
  *   d v / d log_std_j = (x_j - mu_j)^2 / var_j - 1,
  *   d v / d var_j = ((x_j - mu_j)^2 / var_j - 1) / (2 var_j).
