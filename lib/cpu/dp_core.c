@@ -30,6 +30,8 @@ static int isa_level(void) {
     return level;
 }
 
+int32_t dp_isa_level(void) { return isa_level(); }
+
 int64_t dp_lanes(int32_t accum) {
     int64_t f32_lanes = (int64_t)16 << isa_level();
     return accum == MAS_FLOAT64 ? f32_lanes / 2 : f32_lanes;

@@ -140,6 +140,10 @@ int64_t dp_decision_bytes(int64_t n_states, int64_t n_steps, int32_t accum);
 /* Lanes per tile for an accumulator type on this CPU (four SIMD registers:
  * 64 float32 lanes with AVX-512, 32 with AVX2, 16 with SSE2). */
 int64_t dp_lanes(int32_t accum);
+/* The instruction set the sweeps use: 2 AVX-512, 1 AVX2, 0 SSE2 (the
+ * widest the CPU has, lowered by MAS_CPU_ISA=sse2|avx2), for other code
+ * that picks a build per set. */
+int32_t dp_isa_level(void);
 
 /* Runs the recurrence for states [s_begin, s_end) (s_begin a multiple of the
  * lane count) and steps [t_begin, t_end).

@@ -4,12 +4,15 @@
  *   1. the log-plus sweep of dp_core over the cell source (gauss_cells.h),
  *      block of K ~ sqrt(S) frames by block, keeping alpha's column at the
  *      start of every block (the checkpoints);
- *   2. blocks from the last to the first: the reversed sweep (beta~, as
- *      mas_forward_sum_cpu's second sweep) advances by one block, alpha of
- *      the block is recomputed from its checkpoint (its cells v kept as
- *      that sweep scores them), and gamma = exp(alpha + beta~ - v - log_z)
- *      weights the derivatives of each cell's Gaussian log-likelihood,
- *      summed in float64 per frame and per token.
+ *   2. blocks from the last to the first: alpha of the block is
+ *      recomputed from its checkpoint (its cells v kept as that sweep
+ *      scores them), the reversed sweep (beta~, as mas_forward_sum_cpu's
+ *      second sweep) advances by one block on those cells, and gamma =
+ *      exp(alpha + beta~ - v - log_z) weights the derivatives of each
+ *      cell's Gaussian log-likelihood, summed in float64 per frame and per
+ *      token. A band cell is scored twice in all (the forward sweep, the
+ *      recomputing one); the reversed sweep scored it a third time before
+ *      it read v.
  * The derivatives of a cell, with w = gamma / var (per dimension):
  *   d/dmu = w (x - mu), d/dlog_std = w (x - mu)^2 - gamma, d/dx = -w (x - mu).
  * Their sums are not taken cell by cell (a pass over the J dimensions of
@@ -69,11 +72,10 @@ static ff_layout layout_for(const fg_plan *p) {
      * block's gammas; per token and dimension the centred mean, 1/var,
      * mean/var and the sums of gamma x and gamma x^2, per token the sum of
      * gamma; per frame and dimension the centred frame, its square and
-     * d/dx; the centre and two rows of sums; a list of cells; both walks'
-     * cell sources */
+     * d/dx; the centre and two rows of sums; a list of cells; the forward
+     * walks' cell source */
     w.total = 2 * (w.column + w.edge) + w.ckpt + 3 * w.blk + w.gam + 5 * w.tok +
-              up((size_t)T * sizeof(double)) + 3 * w.frm + 3 * w.row + 2 * w.list +
-              2 * (w.e + w.cp);
+              up((size_t)T * sizeof(double)) + 3 * w.frm + 3 * w.row + 2 * w.list + w.e + w.cp;
     return w;
 }
 
@@ -149,82 +151,63 @@ static int64_t band_lo(const ff_item *it, int64_t t) {
 }
 static int64_t band_hi(const ff_item *it, int64_t t) { return t < it->X - 1 ? t : it->X - 1; }
 
-/* out_a[d] = sum_i g[i] A[idx[i] J + d] and out_b likewise from Bm, each
- * sum in list order: 32 (then 8) dimensions at a time in registers while
- * the rows stream (summed through memory instead, one row of J a cell, the
- * store-to-load chain bound the loop); 32 so that a row feeds four
- * independent add chains a side, not one that waits on the last add. GCC's
- * vector types: one AVX-512 register, two AVX2 or four SSE2 ones in
- * block_sums's builds. */
+/* The weighted row sums of block_sums, one build per instruction set
+ * (fused_rows_impl.h), picked as the DP sweep's (dp_isa_level, so
+ * MAS_CPU_ISA picks them too): 32 dimensions at a time with AVX-512, 16
+ * with AVX2, 8 with SSE2. */
+typedef void (*ff_rows_fn)(const int64_t *restrict idx, const double *restrict g, int64_t n,
+                           const double *restrict A, const double *restrict Bm, int64_t J,
+                           double *restrict out_a, double *restrict out_b);
+#if defined(__GNUC__) && defined(__x86_64__)
 typedef double ff_v8 __attribute__((vector_size(64)));
+typedef double ff_v4 __attribute__((vector_size(32)));
+#define FR_NAME rows_weighted_avx512
+#define FR_VT ff_v8
+#define FR_W 8
+#define FR_ATTR __attribute__((target("avx512f")))
+#include "cpu/fused_rows_impl.h"
+#undef FR_NAME
+#undef FR_VT
+#undef FR_W
+#undef FR_ATTR
+#define FR_NAME rows_weighted_avx2
+#define FR_VT ff_v4
+#define FR_W 4
+#define FR_ATTR __attribute__((target("avx2")))
+#include "cpu/fused_rows_impl.h"
+#undef FR_NAME
+#undef FR_VT
+#undef FR_W
+#undef FR_ATTR
+#endif
+typedef double ff_v2 __attribute__((vector_size(16)));
+#define FR_NAME rows_weighted_base
+#define FR_VT ff_v2
+#define FR_W 2
+#define FR_ATTR
+#include "cpu/fused_rows_impl.h"
+#undef FR_NAME
+#undef FR_VT
+#undef FR_W
+#undef FR_ATTR
 
-/* acc += w * p[0..8) (p through memcpy: rows are not 64-byte aligned) */
-#define FF_ADD_ROW(acc, w, p)                                                                \
-    do {                                                                                     \
-        ff_v8 r_;                                                                            \
-        memcpy(&r_, (p), sizeof r_);                                                         \
-        (acc) += (w) * r_;                                                                   \
-    } while (0)
-
-static inline __attribute__((always_inline)) void
-rows_weighted(const int64_t *restrict idx, const double *restrict g, int64_t n,
-              const double *restrict A, const double *restrict Bm, int64_t J,
-              double *restrict out_a, double *restrict out_b) {
-    int64_t d0 = 0;
-    for (; d0 + 32 <= J; d0 += 32) {
-        ff_v8 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, b0 = {0}, b1 = {0}, b2 = {0}, b3 = {0};
-        for (int64_t i = 0; i < n; i++) {
-            const double w = g[i];
-            const double *ra = A + idx[i] * J + d0, *rb = Bm + idx[i] * J + d0;
-            FF_ADD_ROW(a0, w, ra);
-            FF_ADD_ROW(a1, w, ra + 8);
-            FF_ADD_ROW(a2, w, ra + 16);
-            FF_ADD_ROW(a3, w, ra + 24);
-            FF_ADD_ROW(b0, w, rb);
-            FF_ADD_ROW(b1, w, rb + 8);
-            FF_ADD_ROW(b2, w, rb + 16);
-            FF_ADD_ROW(b3, w, rb + 24);
-        }
-        memcpy(out_a + d0, &a0, 64);
-        memcpy(out_a + d0 + 8, &a1, 64);
-        memcpy(out_a + d0 + 16, &a2, 64);
-        memcpy(out_a + d0 + 24, &a3, 64);
-        memcpy(out_b + d0, &b0, 64);
-        memcpy(out_b + d0 + 8, &b1, 64);
-        memcpy(out_b + d0 + 16, &b2, 64);
-        memcpy(out_b + d0 + 24, &b3, 64);
-    }
-    for (; d0 + 8 <= J; d0 += 8) {
-        ff_v8 a0 = {0}, b0 = {0};
-        for (int64_t i = 0; i < n; i++) {
-            FF_ADD_ROW(a0, g[i], A + idx[i] * J + d0);
-            FF_ADD_ROW(b0, g[i], Bm + idx[i] * J + d0);
-        }
-        memcpy(out_a + d0, &a0, 64);
-        memcpy(out_b + d0, &b0, 64);
-    }
-    for (; d0 < J; d0++) {
-        double a0 = 0, b0 = 0;
-        for (int64_t i = 0; i < n; i++) {
-            a0 += g[i] * A[idx[i] * J + d0];
-            b0 += g[i] * Bm[idx[i] * J + d0];
-        }
-        out_a[d0] = a0;
-        out_b[d0] = b0;
-    }
+static ff_rows_fn rows_for_cpu(void) {
+#if defined(__GNUC__) && defined(__x86_64__)
+    const int32_t level = dp_isa_level();
+    if (level >= 2) return rows_weighted_avx512;
+    if (level == 1) return rows_weighted_avx2;
+#endif
+    return rows_weighted_base;
 }
-#undef FF_ADD_ROW
 
 /* The sums of the block's frames [t0, t1): per frame (its d/dx, complete
  * after its block) over its band's tokens, per token over its frames in
  * the block; each side first lists its cells whose gamma did not
- * underflow. Built for AVX-512 and AVX2 as well, picked at load time. */
-#if defined(__GNUC__) && defined(__x86_64__) && defined(__ELF__)
-__attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
+ * underflow. */
 static void block_sums(ff_item *it, int64_t t0, int64_t t1, double *row_a, double *row_b,
                        int64_t *list_i, double *list_g) {
     const int64_t J = it->J, tp = it->tp;
+    const ff_rows_fn rows_weighted = rows_for_cpu();
     for (int64_t t = t0; t < t1; t++) {
         const double *gt = it->gam + (t - t0) * tp;
         int64_t n = 0;
@@ -322,6 +305,35 @@ static void tee_fill(const void *ctx, int64_t s0, int64_t lanes, int64_t t0, int
                (const uint8_t *)dst + (size_t)(k * ld) * c->acc, (size_t)lanes * c->acc);
 }
 
+/* The reversed walk's cell source: the block's cells v as the recomputing
+ * walk left them (rows: frames from t0, columns: tokens), read in the
+ * reversed walk's order (its step t is frame Y-1-t, its state s token
+ * X-1-s); -inf outside the band (s < t - band, s > t + diag) and past the
+ * item's tokens. v holds every band cell of the block, so no cell is scored
+ * again. */
+typedef struct ff_cells_v {
+    const uint8_t *v;
+    int64_t t0, tp, X, Y;
+    int32_t accum;
+} ff_cells_v;
+
+static void cells_v_fill(const void *ctx, int64_t s0, int64_t lanes, int64_t t0, int64_t steps,
+                         int64_t band, int64_t diag, void *dst, int64_t ld) {
+    const ff_cells_v *c = (const ff_cells_v *)ctx;
+    for (int64_t k = 0; k < steps; k++) {
+        const int64_t t = t0 + k, row = (c->Y - 1 - t - c->t0) * c->tp + (c->X - 1);
+        const int64_t lo = t - band, hi = t + diag < c->X - 1 ? t + diag : c->X - 1;
+        for (int64_t l = 0; l < lanes; l++) {
+            const int64_t st = s0 + l;
+            const int in = st >= lo && st <= hi;
+            if (c->accum == MAS_FLOAT64)
+                ((double *)dst)[k * ld + l] = in ? ((const double *)c->v)[row - st] : -INFINITY;
+            else
+                ((float *)dst)[k * ld + l] = in ? ((const float *)c->v)[row - st] : -INFINITY;
+        }
+    }
+}
+
 static void run_item(void *ctx, int64_t b, int32_t rank) {
     ff_call *c = (ff_call *)ctx;
     const fg_plan *p = c->p;
@@ -344,14 +356,14 @@ static void run_item(void *ctx, int64_t b, int32_t rank) {
     double *row_b = (double *)CARVE(w->row);
     int64_t *list_i = (int64_t *)CARVE(w->list);
     double *list_g = (double *)CARVE(w->list);
-    void *e_f = CARVE(w->e), *e_r = CARVE(w->e), *cp_f = CARVE(w->cp), *cp_r = CARVE(w->cp);
+    void *e_f = CARVE(w->e), *cp_f = CARVE(w->cp);
 #undef CARVE
     const size_t acc = p->acc;
     const size_t col_bytes = (size_t)w->tp * acc;
     mas_status st = fg_check_lengths(X, Y, p->tokens, p->frames);
     double log_z = -INFINITY;
-    gc_item item_f, item_r;
-    dp_cell_source src_f, src_r;
+    gc_item item_f;
+    dp_cell_source src_f;
     dp_problem q;
     memset(&q, 0, sizeof q);
     if (st == MAS_OK) {
@@ -413,9 +425,10 @@ static void run_item(void *ctx, int64_t b, int32_t rank) {
             sz[k] = sz2[k] = 0;
         }
     for (int64_t s = 0; s < X; s++) gs[s] = 0;
-    fg_prepare(p, c->coef, b, X, Y, 1, e_r, cp_r, &item_r, &src_r);
+    ff_cells_v cv = {v_blk, 0, w->tp, X, Y, p->accum};
+    const dp_cell_source src_v = {cells_v_fill, &cv};
     dp_problem r = q;
-    r.cell_source = &src_r;
+    r.cell_source = &src_v;
     r.alpha_stride_state = -1;
     r.alpha_stride_step = -w->tp;
     q.alpha_stride_state = 1;
@@ -427,17 +440,19 @@ static void run_item(void *ctx, int64_t b, int32_t rank) {
     ff_item it = {X, Y, J, w->tp, log_z, mu, inv, invmu, z, z2, sz, sz2, gs, gz, gam};
     for (int64_t t0 = (Y - 1) / K * K; t0 >= 0; t0 -= K) {
         int64_t t1 = t0 + K < Y ? t0 + K : Y, n = t1 - t0;
-        /* beta~ of frames [t0, t1): the reversed walk's steps [Y-t1, Y-t0),
-         * cell (s', t') stored at block row Y-1-t'-t0, token X-1-s' */
-        r.alpha_out = b_blk + ((Y - 1 - t0) * w->tp + (X - 1)) * (int64_t)acc;
-        start_block(redge, p->accum, Y - t1, n);
-        dp_sweep(&r, 0, X, Y - t1, Y - t0, rcolumn, redge);
-        /* alpha of the block again, from its checkpoint */
+        /* alpha of the block again, from its checkpoint, and the block's cells, v */
         memcpy(column, ckpt + (size_t)(t0 / K) * col_bytes, col_bytes);
         q.alpha_out = a_blk - t0 * w->tp * (int64_t)acc;
         start_block(edge, p->accum, t0, n);
         tee.t0 = t0;
-        dp_sweep(&q, 0, X, t0, t1, column, edge); /* and the block's cells, v */
+        dp_sweep(&q, 0, X, t0, t1, column, edge);
+        /* beta~ of frames [t0, t1) on v: the reversed walk's steps
+         * [Y-t1, Y-t0), cell (s', t') stored at block row Y-1-t'-t0, token
+         * X-1-s' */
+        cv.t0 = t0;
+        r.alpha_out = b_blk + ((Y - 1 - t0) * w->tp + (X - 1)) * (int64_t)acc;
+        start_block(redge, p->accum, Y - t1, n);
+        dp_sweep(&r, 0, X, Y - t1, Y - t0, rcolumn, redge);
         accumulate(p, &it, t0, t1, a_blk, b_blk, v_blk, row_a, row_b, list_i, list_g);
     }
     write_grads(c, b, &it);
