@@ -166,19 +166,11 @@ typedef double ff_v4 __attribute__((vector_size(32)));
 #define FR_W 8
 #define FR_ATTR __attribute__((target("avx512f")))
 #include "cpu/fused_rows_impl.h"
-#undef FR_NAME
-#undef FR_VT
-#undef FR_W
-#undef FR_ATTR
 #define FR_NAME rows_weighted_avx2
 #define FR_VT ff_v4
 #define FR_W 4
 #define FR_ATTR __attribute__((target("avx2")))
 #include "cpu/fused_rows_impl.h"
-#undef FR_NAME
-#undef FR_VT
-#undef FR_W
-#undef FR_ATTR
 #endif
 typedef double ff_v2 __attribute__((vector_size(16)));
 #define FR_NAME rows_weighted_base
@@ -186,10 +178,6 @@ typedef double ff_v2 __attribute__((vector_size(16)));
 #define FR_W 2
 #define FR_ATTR
 #include "cpu/fused_rows_impl.h"
-#undef FR_NAME
-#undef FR_VT
-#undef FR_W
-#undef FR_ATTR
 
 static ff_rows_fn rows_for_cpu(void) {
 #if defined(__GNUC__) && defined(__x86_64__)
@@ -305,35 +293,6 @@ static void tee_fill(const void *ctx, int64_t s0, int64_t lanes, int64_t t0, int
                (const uint8_t *)dst + (size_t)(k * ld) * c->acc, (size_t)lanes * c->acc);
 }
 
-/* The reversed walk's cell source: the block's cells v as the recomputing
- * walk left them (rows: frames from t0, columns: tokens), read in the
- * reversed walk's order (its step t is frame Y-1-t, its state s token
- * X-1-s); -inf outside the band (s < t - band, s > t + diag) and past the
- * item's tokens. v holds every band cell of the block, so no cell is scored
- * again. */
-typedef struct ff_cells_v {
-    const uint8_t *v;
-    int64_t t0, tp, X, Y;
-    int32_t accum;
-} ff_cells_v;
-
-static void cells_v_fill(const void *ctx, int64_t s0, int64_t lanes, int64_t t0, int64_t steps,
-                         int64_t band, int64_t diag, void *dst, int64_t ld) {
-    const ff_cells_v *c = (const ff_cells_v *)ctx;
-    for (int64_t k = 0; k < steps; k++) {
-        const int64_t t = t0 + k, row = (c->Y - 1 - t - c->t0) * c->tp + (c->X - 1);
-        const int64_t lo = t - band, hi = t + diag < c->X - 1 ? t + diag : c->X - 1;
-        for (int64_t l = 0; l < lanes; l++) {
-            const int64_t st = s0 + l;
-            const int in = st >= lo && st <= hi;
-            if (c->accum == MAS_FLOAT64)
-                ((double *)dst)[k * ld + l] = in ? ((const double *)c->v)[row - st] : -INFINITY;
-            else
-                ((float *)dst)[k * ld + l] = in ? ((const float *)c->v)[row - st] : -INFINITY;
-        }
-    }
-}
-
 static void run_item(void *ctx, int64_t b, int32_t rank) {
     ff_call *c = (ff_call *)ctx;
     const fg_plan *p = c->p;
@@ -425,10 +384,15 @@ static void run_item(void *ctx, int64_t b, int32_t rank) {
             sz[k] = sz2[k] = 0;
         }
     for (int64_t s = 0; s < X; s++) gs[s] = 0;
-    ff_cells_v cv = {v_blk, 0, w->tp, X, Y, p->accum};
-    const dp_cell_source src_v = {cells_v_fill, &cv};
+    /* the reversed walk reads the block's cells v through a reversed view
+     * (set per block), as mas_forward_sum_cpu's second sweep reads its
+     * matrix: v holds every band cell of the block, the view's fill pads the
+     * rest */
     dp_problem r = q;
-    r.cell_source = &src_v;
+    r.cell_source = NULL;
+    r.cell.dtype = p->accum;
+    r.cell.stride_state = -1;
+    r.cell.stride_step = -w->tp;
     r.alpha_stride_state = -1;
     r.alpha_stride_step = -w->tp;
     q.alpha_stride_state = 1;
@@ -447,9 +411,9 @@ static void run_item(void *ctx, int64_t b, int32_t rank) {
         tee.t0 = t0;
         dp_sweep(&q, 0, X, t0, t1, column, edge);
         /* beta~ of frames [t0, t1) on v: the reversed walk's steps
-         * [Y-t1, Y-t0), cell (s', t') stored at block row Y-1-t'-t0, token
-         * X-1-s' */
-        cv.t0 = t0;
+         * [Y-t1, Y-t0); its cell (s', t') and beta~ at block row
+         * Y-1-t'-t0, token X-1-s' */
+        r.cell.base = v_blk + ((Y - 1 - t0) * w->tp + (X - 1)) * (int64_t)acc;
         r.alpha_out = b_blk + ((Y - 1 - t0) * w->tp + (X - 1)) * (int64_t)acc;
         start_block(redge, p->accum, Y - t1, n);
         dp_sweep(&r, 0, X, Y - t1, Y - t0, rcolumn, redge);

@@ -12,7 +12,9 @@
  * holds in registers at its own width. (One 64-byte type for all builds,
  * as before session 14, made GCC spill and shuffle every AVX2 accumulator
  * through the stack: the gradients' sums ran ~4x slower on AVX2-only
- * CPUs.) */
+ * CPUs.) The eight accumulators are written out: as two arrays of four,
+ * GCC's code of every build used the stack about twice as often (objdump).
+ * The parameters are undefined at the end. */
 FR_ATTR static void FR_NAME(const int64_t *restrict idx, const double *restrict g, int64_t n,
                             const double *restrict A, const double *restrict Bm, int64_t J,
                             double *restrict out_a, double *restrict out_b) {
@@ -72,3 +74,8 @@ FR_ATTR static void FR_NAME(const int64_t *restrict idx, const double *restrict 
         out_b[d0] = b0;
     }
 }
+
+#undef FR_NAME
+#undef FR_VT
+#undef FR_W
+#undef FR_ATTR
