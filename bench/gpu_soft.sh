@@ -8,6 +8,7 @@
 # Logs go to $OUT (if set) or build-gpu-soft/logs.
 set -u -o pipefail
 cd "$(dirname "$0")/.."
+. bench/racecheck_ok.sh
 QUICK= SANITIZE=1 TEST=1
 for a in "$@"; do
   case "$a" in
@@ -53,14 +54,7 @@ if [ -n "$SANITIZE" ]; then
       >"$LOGS/sanitize-$tool.log" 2>&1; rc=$?
     tail -4 "$LOGS/sanitize-$tool.log"; echo "exit $rc"
     if [ $tool = racecheck ] && [ $rc -eq 9 ]; then
-      # The sweeps' warps hand edges over through tagged entries and a
-      # progress count (lib/cuda/dp_link.cuh), which racecheck reports: every
-      # access it names must be there, and the tests must have passed.
-      other=$(grep -E "access at" "$LOGS/sanitize-$tool.log" | grep -vc "dp_link.cuh")
-      named=$(grep -cE "access at" "$LOGS/sanitize-$tool.log")
-      passed=$(grep -c " 0 failed" "$LOGS/sanitize-$tool.log")
-      echo "racecheck: $named accesses named, $other outside the tagged hand-over (dp_link.cuh)"
-      [ "$other" -eq 0 ] && [ "$passed" -eq 1 ] && rc=0
+      racecheck_ok "$LOGS/sanitize-$tool.log" && rc=0
     fi
     [ $rc -eq 0 ] || fail=1
   done

@@ -26,26 +26,7 @@ static inline real lk_exp_nonpos(real x) { return exp(x); }
 static inline real lk_log_sum(real s) { return log(s); }
 #else
 static inline real lk_exp_nonpos(real x) { return sm_exp_nonpos(x); }
-/* log(s) for a max-shifted sum s >= 1 (0 gives -inf, inf and NaN pass):
- * s = 2^n m, m in [sqrt(1/2), sqrt(2)), log m = 2 atanh((m-1)/(m+1)). */
-static inline real lk_log_sum(real s) {
-    uint32_t u = sm_bits(s);
-    int32_t n = (int32_t)((u >> 23) & 0xffu) - 127;
-    float m = sm_float((u & 0x007fffffu) | 0x3f800000u);
-    int big = m > 1.41421356f;
-    m = big ? 0.5f * m : m;
-    n = big ? n + 1 : n;
-    float t = (m - 1.0f) / (m + 1.0f), t2 = t * t;
-    float p = 1.0f / 11.0f;
-    p = p * t2 + 1.0f / 9.0f;
-    p = p * t2 + 1.0f / 7.0f;
-    p = p * t2 + 1.0f / 5.0f;
-    p = p * t2 + 1.0f / 3.0f;
-    p = p * t2 + 1.0f;
-    float r = (float)n * 0.693147180559945309f + 2.0f * t * p;
-    r = s == 0.0f ? -INFINITY : r;
-    return (s != s || s == INFINITY) ? s : r;
-}
+/* (float32's log of a state's sum is lk_vlog_sum, on whole vectors) */
 #endif
 
 
@@ -63,9 +44,9 @@ typedef struct lk_red {
  * extensions so that every build (SSE2 too) gets it from this one source.
  * From the scalar loops GCC 12 made a scalar max pass and one long exp
  * chain a vector; on AVX2 (GMM 500 x 16, J=36) the reduction took a third
- * of the call. Every operation is the scalar one lane by lane, in the same
- * order (no contraction under -std=c11), so the same bits: sm_exp_nonpos
- * and lk_log_sum written out on vectors. */
+ * of the call. Every operation is the scalar code's (sm_exp_nonpos, and
+ * the scalar log of the sum before session 15) lane by lane, in the same
+ * order (no contraction under -std=c11), so the same bits. */
 #define LK_EXP_ROWS 16 /* rows of a reduction's exp stages */
 typedef float lk_vf __attribute__((vector_size(LK_LANES * sizeof(float))));
 typedef int32_t lk_vi __attribute__((vector_size(LK_LANES * sizeof(float))));
@@ -136,7 +117,9 @@ static inline lk_vf lk_vexp_poly_b(lk_vf p, lk_vf r) {
     return p;
 }
 
-/* lk_log_sum on a vector */
+/* log(s) for a max-shifted sum s >= 1, lane by lane (0 gives -inf, inf and
+ * NaN pass): s = 2^n m, m in [sqrt(1/2), sqrt(2)), log m = 2 atanh((m-1) /
+ * (m+1)). */
 static inline lk_vf lk_vlog_sum(lk_vf s) {
     const lk_vu u = (lk_vu)s;
     lk_vi n = (lk_vi)((u >> 23) & 0xffu) - 127;
@@ -371,12 +354,9 @@ void LK_NAME(lk_unit_)(const lk_job *job, int64_t unit, char *ws) {
             real *dst = cpk + r * LK_G;
             for (int64_t gb = 0; gb < n_blk; gb++) {
                 real *d = dst + gb * P * LK_G;
-                const int64_t left = n_g - gb * LK_G;
-                if (left >= LK_G) {
-                    for (int g = 0; g < LK_G; g++) d[g] = src[(gb * LK_G + g) * cs2];
-                } else {
-                    for (int g = 0; g < LK_G; g++) d[g] = g < left ? src[(gb * LK_G + g) * cs2] : 0;
-                }
+                const int gn = n_g - gb * LK_G < LK_G ? (int)(n_g - gb * LK_G) : LK_G;
+                for (int g = 0; g < gn; g++) d[g] = src[(gb * LK_G + g) * cs2];
+                for (int g = gn; g < LK_G; g++) d[g] = 0;
             }
         }
 
