@@ -35,13 +35,15 @@ c-test:
 	MAS_CPU_MIN_CELLS_PER_THREAD=1 ctest --test-dir build/asan --output-on-failure
 
 # CUDA sources and GPU test programs must compile everywhere; the GPU tests
-# skip without a device, the tile loader's check runs on the host.
+# skip without a device, the tile loader's check and the fused ops' workspace
+# bounds run on the host.
 cuda-build:
 	@if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then \
 	  PATH="$$PATH:/usr/local/cuda/bin" cmake -S . -B build/cuda -DMAS_CUDA=ON && \
 	  cmake --build build/cuda -j$(JOBS) && \
 	  build/cuda/test_hard_loader && build/cuda/test_hard_cuda && build/cuda/test_soft_cuda && \
-	  build/cuda/test_topology_cuda; \
+	  build/cuda/test_topology_cuda && build/cuda/test_fused_cuda && \
+	  build/cuda/test_fused_forward_sum_cuda; \
 	else echo "cuda-build: no nvcc, skipped"; fi
 
 py-test: install

@@ -428,7 +428,10 @@ mas_status mas_gauss_coef_cuda(const mas_gauss_params *params, const mas_tensor3
 typedef enum mas_precision {
     MAS_PRECISION_DEFAULT = 0, /* the fma chain above, on CUDA cores */
     MAS_PRECISION_TF32 = 1,    /* tensor cores, TF32 products, float32 sums */
-    MAS_PRECISION_BF16 = 2     /* tensor cores, bfloat16 products, float32 sums */
+    MAS_PRECISION_BF16 = 2     /* computed as MAS_PRECISION_TF32 (TF32 products, the same
+                                * error): the tensor-core kernels are not bound by the tensor
+                                * cores (21% of the TF32 peak), so bfloat16 products would add
+                                * error without speed */
 } mas_precision;
 
 /* The arguments of a log-likelihood call.
@@ -831,12 +834,12 @@ mas_status mas_align_gaussian_cuda(const mas_gauss_align_args *args,
 
 /* Bytes of device workspace for mas_forward_sum_gaussian_cuda (0 for a call
  * it rejects, SIZE_MAX for shapes beyond 2^52 cells): the coefficients,
- * three blocks of [B, K, T] cells (K: the multiple of 128 frames nearest
- * 6 sqrt(S), at least 256, at most S rounded up to 16), the checkpointed
- * columns [B, S/K, T], two columns [B, T], mu/var and 1/var [B, T, J] and
- * the float64 token sums [B, T, 2J+1] (96 MB for B=32 T=512 S=2048 J=80,
- * float32; the unfused path holds the 134 MB matrix, its posterior and
- * their gradients). */
+ * two blocks of [B, K, T] (the cells, and alpha then the posterior in its
+ * place; K: the multiple of 128 frames nearest 6 sqrt(S), at least 256, at
+ * most S rounded up to 16), the checkpointed columns [B, S/K, T], two
+ * columns [B, T], mu/var and 1/var [B, T, J] and the float64 token sums
+ * [B, T, 2J+1] (78 MB for B=32 T=512 S=2048 J=80, float32; the unfused
+ * path holds the 134 MB matrix, its posterior and their gradients). */
 size_t mas_forward_sum_gaussian_cuda_workspace_size(const mas_gauss_align_args *args);
 
 /* mas_forward_sum_gaussian_cpu on a CUDA device: every pointer device

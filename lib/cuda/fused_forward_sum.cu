@@ -17,7 +17,7 @@
  *     the blocks in float64, turned into the gradients at the end).
  * A resumed sweep hands on the very edges the whole sweep would, so log_z
  * is the unfused CUDA path's (mas_forward_sum_cuda on mas_loglik_cuda's
- * matrix) bit for bit. Memory: three blocks [B, K, T] with K ~ 6 sqrt(S)
+ * matrix) bit for bit. Memory: two blocks [B, K, T] with K ~ 6 sqrt(S)
  * in whole units of the cell kernel, the checkpoints, two columns, mu / var
  * and 1 / var [B, T, J] and the float64 token sums [B, T, 2J+1] (mas.h has
  * the total).
@@ -97,7 +97,10 @@ size_t fgs_layout(const mas_gauss_align_args *args, FgsLayout *L, mas_gauss_alig
     L->beta = take(2 * bt * es);
     L->v = take(block);
     L->alpha = take(block);
-    L->gamma = take(block);
+    /* the posterior overwrites alpha: the sweep's helper warp loads a tile's
+     * alpha two phases before it stores that tile's gamma, and each warp
+     * holds its own states (soft_sweep.cuh) */
+    L->gamma = L->alpha;
     L->mv = take((size_t)Bm * (size_t)T * (size_t)J * es);
     L->inv = take((size_t)Bm * (size_t)T * (size_t)J * es);
     L->gm = take(bt * (size_t)J * 8);

@@ -152,7 +152,8 @@ def bench_cuda(args):
     + libmas's maximum_path-equivalent ``align``."""
     import torch
 
-    from .bench_likelihood import H100_PEAK_TFLOPS, _peak_extra_mb, _torch_glow
+    from . import _peaks
+    from .bench_likelihood import _peak_extra_mb, _torch_glow
     from .bench_topology_cuda import _kernels_ms, _loop_ms
 
     if not torch.cuda.is_available() or not _C.has_cuda():
@@ -196,7 +197,7 @@ def bench_cuda(args):
         rows.append(row)
         del z, m, ls
         torch.cuda.empty_cache()
-    peak = H100_PEAK_TFLOPS["float32"]
+    peaks = _peaks.device_peaks(torch)
 
     def cell(v, fmt):
         return "out of memory" if v is None else fmt.format(v)
@@ -204,7 +205,7 @@ def bench_cuda(args):
     lines = [f"CUDA, D={D}, float32, full lengths; per call over {n} back-to-back calls "
              "(median of 3 loops); "
              "kernels: torch.profiler; TFLOP/s: the band's cells, 2 (2D+1) flops each, over the "
-             f"fused kernels' time, against the FP32 peak ({peak:.0f})",
+             f"fused kernels' time, against the FP32 peak ({peaks['source']})",
              "",
              "| shape | fused wall (ms) | fused kernels (ms) | TFLOP/s | libmas logp + align (ms) "
              "| PyTorch logp + align (ms) | fused peak extra MB | unfused / PyTorch peak MB "
@@ -213,7 +214,7 @@ def bench_cuda(args):
     for r in rows:
         lines.append(
             f"| {r['shape']} | {r['fused_ms']:.3f} | {r['fused_kernels_ms']:.3f} | "
-            f"{r['tflops']:.1f} ({100 * r['tflops'] / peak:.0f}%) | "
+            f"{r['tflops']:.1f}{_peaks.percent(r['tflops'], peaks['float32'])} | "
             f"{cell(r['unfused_ms'], '{:.3f}')} | {cell(r['torch_ms'], '{:.3f}')} | "
             f"{r['fused_mb']:.1f} | {cell(r['unfused_mb'], '{:.0f}')} / "
             f"{cell(r['torch_mb'], '{:.0f}')} | {'yes' if r['same'] else 'NO'} |")

@@ -10,9 +10,10 @@ PyTorch logp. The ceiling printed is a one-thread float32 GEMM (NumPy BLAS,
 
 CUDA: GMM 5000 x 256 (float32 and TF32), GMM 5000 x 16, J=36, N=256, and
 Glow-TTS B=32 T=512 S=2048 D=80; GPU time between CUDA events (median), the
-peak memory allocated beyond the inputs, TFLOP/s against the H100 SXM dense
-peaks (67 FP32, 495 TF32, 990 BF16), and the real-time factor at 100 frames
-per second for the first row. Under the table, the Glow-TTS row's own
+peak memory allocated beyond the inputs, TFLOP/s against the device's dense
+peaks (libmas._peaks: an H100 SXM's are 67 FP32, 495 TF32, 990 BF16), the
+largest error against float64 of libmas and of PyTorch (same precision), and
+the real-time factor at 100 frames per second for the first row. Under the table, the Glow-TTS row's own
 ceiling: cuBLAS's FP32 GEMM of the same product in the same run.
 
 Work counted: 2 * N * M * (2J+1) flops per GMM call (the expansion GEMM),
@@ -29,9 +30,7 @@ import time
 
 import numpy as np
 
-from . import _C, __version__, likelihood
-
-H100_PEAK_TFLOPS = {"float32": 67.0, "tf32": 495.0, "bf16": 990.0}
+from . import _C, __version__, _peaks, likelihood
 
 
 def _progress(text):
@@ -207,6 +206,7 @@ def bench_cuda(args):
                          "built with CUDA")
     repeat = args.repeat or 50
     rng = np.random.default_rng(args.seed)
+    peaks = _peaks.device_peaks(torch)
     rows = []
     n, dim = 256, 36
     for states, mix, prec, target in ((5000, 256, "float32", 1.5), (5000, 256, "tf32", 0.5),
@@ -220,13 +220,15 @@ def bench_cuda(args):
         torch.backends.cuda.matmul.allow_tf32 = prec == "tf32"
         ref = _gpu_ms(torch, lambda: _torch_gmm(torch, x, model.coef, states, mix), repeat)
         ref_mb = _peak_extra_mb(torch, lambda: _torch_gmm(torch, x, model.coef, states, mix))
+        theirs = _torch_gmm(torch, x, model.coef, states, mix)
         torch.backends.cuda.matmul.allow_tf32 = False
         want = _torch_gmm(torch, x.double(), model.coef.double(), states, mix)
         err = float((model.loglik(x, precision=prec).double() - want).abs().max())
+        torch_err = float((theirs.double() - want).abs().max())
         row = {"work": f"GMM {states} x {mix}, J={dim}, N={n}, {prec}", "ours_ms": ours,
                "torch_ms": ref, "ours_mb": ours_mb, "torch_mb": ref_mb,
-               "tflops": flops / ours / 1e9, "peak": H100_PEAK_TFLOPS[prec], "target_ms": target,
-               "max_abs_err": err, "rtf": ours / 1e3 / (n / 100.0)}
+               "tflops": flops / ours / 1e9, "peak": peaks[prec], "target_ms": target,
+               "max_abs_err": err, "torch_err": torch_err, "rtf": ours / 1e3 / (n / 100.0)}
         rows.append(row)
         _progress(f"{row['work']}: libmas {ours:.3f} ms, PyTorch {ref:.3f} ms")
         del model
@@ -237,14 +239,16 @@ def bench_cuda(args):
     flops = 2.0 * b * t * s * (2 * d + 1)
     ours = _gpu_ms(torch, lambda: likelihood.gaussian_loglik(z, m, logs), repeat)
     ref = _gpu_ms(torch, lambda: _torch_glow(torch, z, m, logs), repeat)
-    err = float((likelihood.gaussian_loglik(z, m, logs).double()
-                 - _torch_glow(torch, z.double(), m.double(), logs.double())).abs().max())
+    want = _torch_glow(torch, z.double(), m.double(), logs.double())
+    err = float((likelihood.gaussian_loglik(z, m, logs).double() - want).abs().max())
+    torch_err = float((_torch_glow(torch, z, m, logs).double() - want).abs().max())
+    del want
     rows.append({"work": f"Glow-TTS logp B={b} T={t} S={s} D={d}", "ours_ms": ours,
                  "torch_ms": ref,
                  "ours_mb": _peak_extra_mb(torch, lambda: likelihood.gaussian_loglik(z, m, logs)),
                  "torch_mb": _peak_extra_mb(torch, lambda: _torch_glow(torch, z, m, logs)),
-                 "tflops": flops / ours / 1e9, "peak": H100_PEAK_TFLOPS["float32"],
-                 "target_ms": 0.25, "max_abs_err": err, "rtf": None})
+                 "tflops": flops / ours / 1e9, "peak": peaks["float32"],
+                 "target_ms": 0.25, "max_abs_err": err, "torch_err": torch_err, "rtf": None})
     # The ceiling of that row: cuBLAS's FP32 GEMM of the same product, the
     # coefficient rows [T, 2D+1] times the expanded frames [2D+1, S] (the
     # default precision's fma chain keeps it on CUDA cores, so TF32 off).
@@ -253,20 +257,20 @@ def bench_cuda(args):
     product = torch.empty(b, t, s, device="cuda")
     gemm = _gpu_ms(torch, lambda: torch.bmm(coef, expanded, out=product), repeat)
     del coef, expanded, product
-    lines = ["| work | libmas (ms) | PyTorch (ms) | target (ms) | TFLOP/s (% of peak) "
-             "| peak extra MB libmas / PyTorch | max abs err vs float64 |",
+    lines = [f"peaks: {peaks['source']}", "",
+             "| work | libmas (ms) | PyTorch (ms) | target (ms) | TFLOP/s (% of peak) "
+             "| peak extra MB libmas / PyTorch | max abs err vs float64 libmas / PyTorch |",
              "|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['work']} | {r['ours_ms']:.3f} | {r['torch_ms']:.3f} | "
-                     f"{r['target_ms']} | {r['tflops']:.1f} ({100 * r['tflops'] / r['peak']:.0f}%"
-                     f" of {r['peak']:.0f}) | {r['ours_mb']:.0f} / {r['torch_mb']:.0f} | "
-                     f"{r['max_abs_err']:.3g} |")
+                     f"{r['target_ms']} | {r['tflops']:.1f}{_peaks.percent(r['tflops'], r['peak'])}"
+                     f" | {r['ours_mb']:.0f} / {r['torch_mb']:.0f} | "
+                     f"{r['max_abs_err']:.3g} / {r['torch_err']:.3g} |")
     lines.append("")
     lines.append(f"real-time factor of the first row at 100 frames/s: {rows[0]['rtf']:.5f}")
-    peak = H100_PEAK_TFLOPS["float32"]
     lines.append(f"Glow-TTS row's ceiling: cuBLAS SGEMM of the same product [{b},{t},{2 * d + 1}] x "
-                 f"[{b},{2 * d + 1},{s}] (TF32 off) {gemm:.3f} ms, {flops / gemm / 1e9:.1f} TFLOP/s "
-                 f"({100 * flops / gemm / 1e9 / peak:.0f}% of {peak:.0f})")
+                 f"[{b},{2 * d + 1},{s}] (TF32 off) {gemm:.3f} ms, {flops / gemm / 1e9:.1f} TFLOP/s"
+                 f"{_peaks.percent(flops / gemm / 1e9, peaks['float32'])}")
     return rows, "\n".join(lines)
 
 

@@ -164,6 +164,12 @@ class GMM:
     is not a finite number > 0, a NaN or +inf log weight (-inf is a weight of
     0), or mixture sizes < 1 or not summing to M; TypeError for non-float
     arrays.
+
+    The model is prepared from the parameters' values when it is built. NumPy
+    arrays are copied then (changing them afterwards changes nothing: build a
+    new GMM). PyTorch tensors changed in place afterwards (an optimizer step)
+    are checked and prepared again at the next call; changing them between a
+    call and its backward raises PyTorch's in-place error in the backward.
     """
 
     def __init__(self, means, variances, log_weights, mixture_sizes, *, threads=None):
@@ -201,6 +207,9 @@ class GMM:
             raise ValueError(f"{fname}: mixture_sizes sum to {total}, but means has {m} "
                              "Gaussians")
         _check_model_values(fname, frame, means, variances, log_weights)
+        if frame.name != "torch":  # a snapshot: later changes to the caller's arrays do nothing
+            means, variances, log_weights = (np.array(a, copy=True)
+                                             for a in (means, variances, log_weights))
         host_off = np.zeros(sizes.shape[0] + 1, np.int64)
         np.cumsum(sizes, out=host_off[1:])
         self._frame = frame
@@ -216,10 +225,30 @@ class GMM:
         self.n_gaussians = m
         self.dim = j
         self._coefs = {}
-        self.coef = self._coef(frame.code(means) == _C.FLOAT64)
+        self._versions = self._param_versions()
+        self._f64 = frame.code(means) == _C.FLOAT64
+        self._coef(self._f64)
+
+    @property
+    def coef(self):
+        """[2J+1, M]: rows K, mu/var, -1/(2 var), of the means' accumulator type."""
+        return self._coef(self._f64)
+
+    def _param_versions(self):
+        """PyTorch's in-place version counters of the parameters (None for NumPy)."""
+        if self._frame.name != "torch":
+            return None
+        return tuple(int(t._version) for t in (self.means, self.variances, self.log_weights))
 
     def _coef(self, f64):
-        """coef [P, M] of the accumulator type (computed once per type)."""
+        """coef [P, M] of the accumulator type (computed once per type, again
+        after the PyTorch parameters were changed in place)."""
+        versions = self._param_versions()
+        if versions != self._versions:
+            _check_model_values("libmas.GMM", self._frame, self.means, self.variances,
+                                self.log_weights)
+            self._coefs = {}
+            self._versions = versions
         got = self._coefs.get(f64)
         if got is not None:
             return got
@@ -248,7 +277,8 @@ class GMM:
         (the best Gaussian's score per state, int32 index of that Gaussian in
         [0, M), lowest on ties) instead of the log-sum. precision: 'float32'
         (default), 'tf32' or 'bf16' (tensor cores on CUDA from sm_80 on; the
-        CPU computes float32; 'bf16' computes as 'tf32' for now). Fastest on
+        CPU computes float32; 'bf16' computes as 'tf32', TF32 products and
+        their error, since bfloat16 products would not be faster here). Fastest on
         CUDA, in every precision, when every state has the same number of
         Gaussians, a multiple of 8 dividing 128 or a multiple of 128: the
         log-sum is then taken from the accumulators in registers. Differentiable with PyTorch tensors that require grad (x or
@@ -533,7 +563,9 @@ def _autograd(torch):
             ctx.model = model
             ctx.want_best = want_best
             ctx.x_dtype = x.dtype
-            ctx.save_for_backward(x.detach(), out, idx if idx is not None else out)
+            # the parameters too: PyTorch then refuses a backward after an in-place change
+            ctx.save_for_backward(x.detach(), out, idx if idx is not None else out, means,
+                                  variances, log_weights)
             if idx is not None:
                 ctx.mark_non_differentiable(idx)
             else:
@@ -543,7 +575,7 @@ def _autograd(torch):
 
         @staticmethod
         def backward(ctx, g_out, _g_idx):
-            x, out, idx = ctx.saved_tensors
+            x, out, idx = ctx.saved_tensors[:3]
             model = ctx.model
             two = x.dim() == 2
             x3 = x[None] if two else x

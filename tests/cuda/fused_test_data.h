@@ -33,6 +33,25 @@ static mas_tensor3 t3(void *data, mas_dtype dtype, int64_t d0, int64_t d1, int64
     return t;
 }
 
+/* The arguments of a float32 Glow-TTS call of this shape for the workspace
+ * size functions only: the pointers are placeholders they never read (so
+ * the bounds hold on a machine without a GPU). */
+static mas_gauss_align_args shape_args(int64_t B, int64_t T, int64_t S, int64_t J) {
+    static unsigned char placeholder[64];
+    mas_gauss_align_args a;
+    memset(&a, 0, sizeof a);
+    a.x = t3(placeholder, MAS_FLOAT32, B, S, J, S * J, 1, S);
+    a.params.means = t3(placeholder, MAS_FLOAT32, B, T, J, J * T, 1, T);
+    a.params.spread = t3(placeholder, MAS_FLOAT32, B, T, J, J * T, 1, T);
+    a.params.spread_kind = MAS_SPREAD_LOG_STD;
+    a.x_len = a.y_len = (const int64_t *)placeholder;
+    return a;
+}
+
+/* The bench's shapes (issue 11), a long item and small ones: B, T, S */
+static const int64_t kBoundShapes[][3] = {{32, 150, 800}, {32, 512, 2048}, {16, 1024, 4096},
+                                          {8, 4096, 32768}, {1, 1, 1}, {3, 33, 70}, {2, 300, 200}};
+
 /* Every output of hard MAS (path uint8 [B, T, S]). */
 static mas_hard_outputs hard_outputs(void *path, int32_t *dur, int32_t *idx, void *score, int64_t B,
                                      int64_t T, int64_t S) {
