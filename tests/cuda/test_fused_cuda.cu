@@ -261,20 +261,11 @@ static void host_checks() {
  * O(B (T + S)) for rings, flags, scores and the backtrack's runs (64 bytes
  * a token or frame covers them and the bits' rounding to 32-token words). */
 static void workspace_bounds() {
-    snprintf(g_case, sizeof g_case, "workspace bounds");
-    const int64_t J = 80;
-    for (const auto &sh : kBoundShapes) {
-        const int64_t B = sh[0], T = sh[1], S = sh[2];
-        const mas_gauss_align_args a = shape_args(B, T, S, J);
-        const size_t ws = mas_align_gaussian_cuda_workspace_size(&a);
-        const double coef = 4.0 * B * (2 * J + 1) * T, bits = (double)B * T * S / 8;
-        const double bound = coef + bits + 64.0 * B * (T + S) + 16384;
-        printf("align_gaussian workspace B=%lld T=%lld S=%lld D=80: %.2f MB (bound %.2f; the "
-               "matrix %.1f MB)\n", (long long)B, (long long)T, (long long)S, ws / 1e6,
-               bound / 1e6, 4.0 * B * T * S / 1e6);
-        CHECK(ws > 0 && (double)ws <= bound, "B=%lld T=%lld S=%lld: %zu bytes, bound %.0f",
-              (long long)B, (long long)T, (long long)S, ws, bound);
-    }
+    check_workspaces("align_gaussian", mas_align_gaussian_cuda_workspace_size,
+                     [](int64_t B, int64_t T, int64_t S, int64_t J) {
+                         const double coef = 4.0 * B * (2 * J + 1) * T, bits = (double)B * T * S / 8;
+                         return coef + bits + 64.0 * B * (T + S) + 16384;
+                     });
 }
 
 int main(int argc, char **argv) {
