@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import libmas
+from conftest import mask_from_lengths
 
 LOG_2PI = math.log(2 * math.pi)
 
@@ -54,6 +55,17 @@ def glow_tts_logp(z, m, logs):
     logp3 = np.matmul((m * s_p_sq_r).transpose(0, 2, 1), z)
     logp4 = np.sum(-0.5 * (m ** 2) * s_p_sq_r, 1)[:, :, None]
     return logp1 + logp2 + logp3 + logp4
+
+
+def tts_direct_logp(z, m, logs, x_len, y_len):
+    """The direct form, float64 NumPy: [B, T, S], 0 beyond the lengths.
+    logp[b,t,s] = sum_d -log(2 pi)/2 - logs[b,d,t]
+                        - (z[b,d,s] - m[b,d,t])^2 / (2 exp(2 logs[b,d,t]))"""
+    z, m, logs = (np.asarray(a, np.float64) for a in (z, m, logs))
+    d = z[:, :, None, :] - m[:, :, :, None]  # [B, D, T, S]
+    var = np.exp(2 * logs)[:, :, :, None]
+    out = (-0.5 * LOG_2PI - logs[:, :, :, None] - d * d / (2 * var)).sum(1)
+    return np.where(mask_from_lengths(x_len, y_len, *out.shape[1:]) > 0, out, 0.0)
 
 
 def random_model(rng, states, max_mix, dim, dtype=np.float64):
@@ -204,6 +216,61 @@ def test_gmm_torch_dtypes(torch, rng):
         assert rel_err(as_f64(out), want) <= (1e-10 if dt == torch.float64 else 1e-4)
 
 
+def uneven_sizes(rng, states, max_mix):
+    """Mixture sizes in [1, max_mix], at least one state of 1 and one larger."""
+    sizes = [1, int(rng.integers(2, max_mix + 1))] + \
+        [int(rng.integers(1, max_mix + 1)) for _ in range(states - 2)]
+    return [int(v) for v in rng.permutation(sizes)]
+
+
+@pytest.mark.parametrize("kind, param_dtype", [("numpy", "float16"), ("torch", "float16"),
+                                               ("torch", "bfloat16")])
+def test_gmm_half_precision_parameters(rng, request, kind, param_dtype):
+    """Means, variances and log-weights in float16 / bfloat16 (NumPy has no
+    bfloat16). The reference sees the same rounded parameters, converted
+    exactly to float64, so only the library's arithmetic is measured."""
+    if kind == "torch":
+        torch = request.getfixturevalue("torch")
+        half = getattr(torch, param_dtype)
+        convert = lambda a, dt: torch.tensor(a).to(dt)  # noqa: E731
+        copy, same = torch.clone, torch.equal
+        # float64 frames: float64 arithmetic on the same model
+        frame_tols = ((torch.float32, 1e-4), (torch.float64, 1e-10), (half, 1e-4))
+    else:
+        half = np.float16
+        convert = lambda a, dt: a.astype(dt)  # noqa: E731
+        copy, same = np.copy, np.array_equal
+        frame_tols = ((np.float32, 1e-4), (np.float64, 1e-10), (half, 1e-4))
+    rounding_seen = 0.0  # how far off the unrounded model would be
+    for _ in range(4):
+        dim = int(rng.integers(8, 40))
+        sizes = uneven_sizes(rng, int(rng.integers(2, 25)), int(rng.choice([3, 16, 70])))
+        m = sum(sizes)
+        raw = [rng.uniform(-1.5, 1.5, (m, dim)), rng.uniform(0.4, 2.5, (m, dim)),
+               rng.uniform(-4, 0, m)]
+        params = [convert(a, half) for a in raw]
+        exact = [as_f64(a) for a in params]  # the rounded values, exactly
+        before = [copy(a) for a in params]
+        model = libmas.GMM(*params, sizes)
+        frames = rng.standard_normal((2, int(rng.integers(1, 40)), dim))
+        for dt, tol in frame_tols:
+            x = convert(frames, dt)
+            x_before = copy(x)
+            want = gmm_reference(as_f64(x), *exact, sizes)
+            out = model.loglik(x)
+            assert out.shape == want.shape
+            assert rel_err(as_f64(out), want) <= tol
+            assert rel_err(as_f64(libmas.gmm_loglik(x, *params, sizes)), want) <= tol
+            assert same(x, x_before)
+        for a, b0 in zip(params, before):
+            assert same(a, b0)
+        rounding_seen = max(rounding_seen, rel_err(as_f64(out), gmm_reference(as_f64(x), *raw,
+                                                                              sizes)))
+    if param_dtype == "bfloat16":
+        # the check can fail: a model that ignored bfloat16's rounding would be off by more
+        assert rounding_seen > 1e-4
+
+
 def test_gmm_gradcheck(torch, rng):
     mu, var, lw, sizes = random_model(rng, 4, 4, 3)
     mu, var, lw = mu[:-1], var[:-1], lw[:-1]  # the last state loses a Gaussian...
@@ -275,6 +342,35 @@ def test_gaussian_loglik_equals_glow_tts(rng, layout):
         if layout == "bst":
             want_dt = want_dt.transpose(0, 2, 1)
         assert rel_err(out, want_dt) <= tol
+
+
+@pytest.mark.parametrize("layout", ["bts", "bst"])
+def test_gaussian_loglik_direct_form_with_lengths(rng, layout):
+    """Against the direct formula (not Glow-TTS's four terms), standardised
+    frames, uneven lengths (one item full, one empty); the documented bound
+    is 1e-4 relative for float32 arithmetic."""
+    b, d, t, s = 4, int(rng.integers(20, 90)), int(rng.integers(5, 30)), int(rng.integers(30, 90))
+    z = rng.standard_normal((b, d, s))
+    m = 0.5 * rng.standard_normal((b, d, t))
+    logs = 0.2 * rng.standard_normal((b, d, t))
+    x_len = np.array([t, 0] + [int(rng.integers(1, t + 1)) for _ in range(b - 2)])
+    y_len = np.array([s, int(rng.integers(0, s + 1))] +
+                     [int(rng.integers(1, s + 1)) for _ in range(b - 2)])
+    for dt, tol in ((np.float64, 1e-12), (np.float32, 1e-4)):
+        args = [a.astype(dt) for a in (z, m, logs)]
+        before = [a.copy() for a in args]
+        out = libmas.gaussian_loglik(*args, x_len, y_len, layout=layout)
+        assert out.dtype == dt
+        got = np.asarray(out, np.float64)
+        if layout == "bst":
+            got = got.transpose(0, 2, 1)
+        want = tts_direct_logp(*args, x_len, y_len)
+        assert got.shape == want.shape == (b, t, s)
+        inside = mask_from_lengths(x_len, y_len, t, s) > 0
+        assert np.all(got[~inside] == 0)
+        assert float(np.max(np.abs(got[inside] - want[inside]) / np.abs(want[inside]))) <= tol
+        for a, b0 in zip(args, before):
+            np.testing.assert_array_equal(a, b0)
 
 
 def test_gaussian_loglik_lengths_and_views(torch, rng):
