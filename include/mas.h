@@ -430,8 +430,8 @@ typedef enum mas_precision {
     MAS_PRECISION_TF32 = 1,    /* tensor cores, TF32 products, float32 sums */
     MAS_PRECISION_BF16 = 2     /* computed as MAS_PRECISION_TF32 (TF32 products, the same
                                 * error): the tensor-core kernels are not bound by the tensor
-                                * cores (21% of the TF32 peak), so bfloat16 products would add
-                                * error without speed */
+                                * cores (about a fifth of the TF32 peak), so bfloat16 products
+                                * would add error without speed */
 } mas_precision;
 
 /* The arguments of a log-likelihood call.

@@ -13,8 +13,9 @@ Glow-TTS B=32 T=512 S=2048 D=80; GPU time between CUDA events (median), the
 peak memory allocated beyond the inputs, TFLOP/s against the device's dense
 peaks (libmas._peaks: an H100 SXM's are 67 FP32, 495 TF32, 990 BF16), the
 largest error against float64 of libmas and of PyTorch (same precision), and
-the real-time factor at 100 frames per second for the first row. Under the table, the Glow-TTS row's own
-ceiling: cuBLAS's FP32 GEMM of the same product in the same run.
+the real-time factor at 100 frames per second for the first row. Under the
+table, the Glow-TTS row's own ceiling: cuBLAS's FP32 GEMM of the same
+product in the same run.
 
 Work counted: 2 * N * M * (2J+1) flops per GMM call (the expansion GEMM),
 2 * B * T * S * (2D+1) for Glow-TTS.

@@ -278,10 +278,11 @@ class GMM:
         [0, M), lowest on ties) instead of the log-sum. precision: 'float32'
         (default), 'tf32' or 'bf16' (tensor cores on CUDA from sm_80 on; the
         CPU computes float32; 'bf16' computes as 'tf32', TF32 products and
-        their error, since bfloat16 products would not be faster here). Fastest on
-        CUDA, in every precision, when every state has the same number of
-        Gaussians, a multiple of 8 dividing 128 or a multiple of 128: the
-        log-sum is then taken from the accumulators in registers. Differentiable with PyTorch tensors that require grad (x or
+        their error, since bfloat16 products would not be faster here).
+        Fastest on CUDA, in every precision, when every state has the same
+        number of Gaussians, a multiple of 8 dividing 128 or a multiple of
+        128: the log-sum is then taken from the accumulators in registers.
+        Differentiable with PyTorch tensors that require grad (x or
         the model's parameters); with best=True the gradient flows through
         each state's best Gaussian."""
         fname = "libmas.GMM.loglik"
