@@ -244,9 +244,7 @@ class GMM:
         """coef [P, M] of the accumulator type (computed once per type, again
         after the PyTorch parameters were changed in place)."""
         versions = self._param_versions()
-        if versions != self._versions:
-            _check_model_values("libmas.GMM", self._frame, self.means, self.variances,
-                                self.log_weights)
+        if versions != self._versions:  # the coefficient call checks the new values
             self._coefs = {}
             self._versions = versions
         got = self._coefs.get(f64)
@@ -263,8 +261,11 @@ class GMM:
         w = _lead(_lead(_arrays.plain(frame, self.log_weights)))
 
         def describe(item):
-            return (f"Gaussian {item}: its coefficients are not finite in "
-                    f"{'float64' if f64 else 'float32'} (variance too small or too large)")
+            # a bad value (the parameters changed after the checks of __init__), else overflow
+            problem = _model_value_problem(frame, self.means, self.variances, self.log_weights)
+            return problem or (f"Gaussian {item}: its coefficients are not finite in "
+                               f"{'float64' if f64 else 'float32'} (variance too small or too "
+                               "large)")
 
         _gauss_coef("libmas.GMM", frame, m, v, _SPREAD_VARIANCE, w, coef, self._threads,
                     describe)
@@ -338,19 +339,27 @@ class GMM:
         return frame.restore(out), frame.restore(idx) if idx is not None else None
 
 
-def _check_model_values(fname, frame, means, variances, log_weights):
+def _model_value_problem(frame, means, variances, log_weights):
+    """The first bad parameter value, worded, or None."""
     mu, var, lw = _host(frame, means), _host(frame, variances), _host(frame, log_weights)
     bad = _first(~np.isfinite(mu).all(axis=1))
     if bad >= 0:
-        raise ValueError(f"{fname}: means of Gaussian {bad} hold NaN or inf")
+        return f"means of Gaussian {bad} hold NaN or inf"
     bad = _first(~(np.isfinite(var) & (var > 0)).all(axis=1))
     if bad >= 0:
-        raise ValueError(f"{fname}: variances of Gaussian {bad} must be finite and > 0 "
-                         f"(non-positive variance, NaN or inf), got {var[bad].tolist()[:8]}")
+        return (f"variances of Gaussian {bad} must be finite and > 0 (non-positive variance, "
+                f"NaN or inf), got {var[bad].tolist()[:8]}")
     bad = _first(np.isnan(lw) | (lw == np.inf))
     if bad >= 0:
-        raise ValueError(f"{fname}: log_weights[{bad}] = {lw[bad]} must not be NaN or +inf "
-                         "(-inf, a weight of 0, is allowed)")
+        return (f"log_weights[{bad}] = {lw[bad]} must not be NaN or +inf (-inf, a weight of 0, "
+                "is allowed)")
+    return None
+
+
+def _check_model_values(fname, frame, means, variances, log_weights):
+    problem = _model_value_problem(frame, means, variances, log_weights)
+    if problem:
+        raise ValueError(f"{fname}: {problem}")
 
 
 def gmm_loglik(x, means, variances, log_weights, mixture_sizes, *, precision="float32",

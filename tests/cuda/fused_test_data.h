@@ -52,19 +52,9 @@ static mas_gauss_align_args shape_args(int64_t B, int64_t T, int64_t S, int64_t 
 static const int64_t kBoundShapes[][3] = {{32, 150, 800}, {32, 512, 2048}, {16, 1024, 4096},
                                           {8, 4096, 32768}, {1, 1, 1}, {3, 33, 70}, {2, 300, 200}};
 
-/* Prints an op's workspace at a bound shape next to its bound and the
- * float32 [B, T, S] matrix; checks 0 < ws <= bound. */
-static void check_workspace(const char *op, size_t ws, double bound, int64_t B, int64_t T,
-                            int64_t S) {
-    printf("%s workspace B=%lld T=%lld S=%lld D=80: %.2f MB (bound %.2f; the matrix %.1f MB)\n",
-           op, (long long)B, (long long)T, (long long)S, ws / 1e6, bound / 1e6,
-           4.0 * B * T * S / 1e6);
-    CHECK(ws > 0 && (double)ws <= bound, "%s B=%lld T=%lld S=%lld: %zu bytes, bound %.0f", op,
-          (long long)B, (long long)T, (long long)S, ws, bound);
-}
-
-/* check_workspace at each of kBoundShapes (J = 80) for an op's size
- * function and its bound(B, T, S, J) in bytes. */
+/* An op's workspace at each of kBoundShapes (J = 80), printed next to its
+ * bound(B, T, S, J) in bytes and the float32 [B, T, S] matrix; checks
+ * 0 < ws <= bound. */
 template <class Bound>
 static void check_workspaces(const char *op, size_t (*size)(const mas_gauss_align_args *),
                              Bound bound) {
@@ -73,7 +63,13 @@ static void check_workspaces(const char *op, size_t (*size)(const mas_gauss_alig
     for (const auto &sh : kBoundShapes) {
         const int64_t B = sh[0], T = sh[1], S = sh[2];
         const mas_gauss_align_args a = shape_args(B, T, S, J);
-        check_workspace(op, size(&a), bound(B, T, S, J), B, T, S);
+        const size_t ws = size(&a);
+        const double most = bound(B, T, S, J);
+        printf("%s workspace B=%lld T=%lld S=%lld D=80: %.2f MB (bound %.2f; the matrix %.1f MB)\n",
+               op, (long long)B, (long long)T, (long long)S, ws / 1e6, most / 1e6,
+               4.0 * B * T * S / 1e6);
+        CHECK(ws > 0 && (double)ws <= most, "%s B=%lld T=%lld S=%lld: %zu bytes, bound %.0f", op,
+              (long long)B, (long long)T, (long long)S, ws, most);
     }
 }
 
