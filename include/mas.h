@@ -424,7 +424,12 @@ mas_status mas_gauss_coef_cuda(const mas_gauss_params *params, const mas_tensor3
 #define MAS_LOGLIK_MAX 1u /* a state's score is its best Gaussian's, not the log-sum */
 
 /* Precision of mas_loglik_cuda. The CPU computes MAS_PRECISION_DEFAULT
- * whatever is asked (it has no tensor cores). */
+ * whatever is asked (it has no tensor cores). With MAS_PRECISION_TF32 and
+ * one Gaussian a state (offsets NULL, no best), a score is K_k (float32)
+ * plus the products of e = [x, x*x] (the square taken in float32) and
+ * coefficient rows 1..2J, both rounded to TF32 (to nearest, ties away from
+ * zero), summed eight rows at a time in row order by the tensor cores in
+ * float32: the cells mas_align_gaussian_cuda computes in that precision. */
 typedef enum mas_precision {
     MAS_PRECISION_DEFAULT = 0, /* the fma chain above, on CUDA cores */
     MAS_PRECISION_TF32 = 1,    /* tensor cores, TF32 products, float32 sums */
@@ -736,12 +741,23 @@ mas_status mas_topo_forward_sum_cuda(const mas_topo_args *args,
  *   x_len:  [B] tokens per item, y_len: [B] frames per item (host memory
  *           for the CPU), with the rules of hard MAS (1 <= x_len <= y_len,
  *           x_len <= T, y_len <= S).
+ *   precision: a mas_precision, as for mas_loglik_cuda (zero-initialised
+ *           arguments leave the default). MAS_PRECISION_TF32 (and _BF16,
+ *           computed as TF32) is taken by mas_align_gaussian_cuda for
+ *           float32 arithmetic from sm_80 on: the cells are then those
+ *           mas_loglik_cuda computes in that precision (TF32 operands,
+ *           float32 sums on the tensor cores), bit for bit, so the results
+ *           are mas_hard_cuda's on mas_loglik_cuda's TF32 matrix. Every other
+ *           call (the CPU, float64, older GPUs, the forward-sum) computes the
+ *           default precision whatever is asked.
  * Arithmetic: float64 when x is float64, else float32 (section 6). */
 typedef struct mas_gauss_align_args {
     mas_tensor3 x;
     mas_gauss_params params;
     const int64_t *x_len;
     const int64_t *y_len;
+    int32_t precision;
+    int32_t reserved_;
 } mas_gauss_align_args;
 
 /* Bytes of workspace for mas_align_gaussian_cpu (threads <= 0: every core);

@@ -119,6 +119,8 @@ static inline mas_status mas_gauss_align_check_call(const mas_gauss_align_args *
     if (st != MAS_OK) return st;
     if (m->dim[2] != shape->dim || (shape->model_batch != 1 && shape->model_batch != shape->batch))
         return MAS_ERR_BAD_SHAPE;
+    if (a->precision < MAS_PRECISION_DEFAULT || a->precision > MAS_PRECISION_BF16)
+        return MAS_ERR_BAD_ARGUMENT;
     return MAS_OK;
 }
 

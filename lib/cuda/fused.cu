@@ -41,42 +41,46 @@ size_t fused_layout(const mas_gauss_align_args *args, FusedLayout *L, mas_gauss_
     return L->total;
 }
 
-/* Rows of e and coefficients a slice: all 2J when two blocks of the
- * kernel fit a multiprocessor with them, else balanced slices that do. */
-void plan_slices(int64_t J, int es, int *rows, int *slices) {
+/* Rows of e and coefficients a slice: all 2J (TC: 2J rounded up to
+ * whole eight-row groups) when two blocks of the kernel fit a
+ * multiprocessor with them, else balanced slices that do (TC: of whole
+ * groups). */
+void plan_slices(int64_t J, int es, bool tc, int *rows, int *slices) {
     const size_t budget = 110 * 1024; /* two blocks in the 228 KB of sm_80 / sm_90 */
-    const size_t fixed = fused_smem(0, es), per_row = fused_smem(1, es) - fixed;
-    const int64_t fit = (int64_t)((budget - fixed) / per_row);
-    const int64_t cap = fit < 1 ? 1 : (fit < 2 * J ? fit : 2 * J);
-    const int64_t n = (2 * J + cap - 1) / cap;
+    const size_t fixed = fused_smem(0, es, false, 2, tc);
+    const size_t per_row = fused_smem(1, es, false, 2, tc) - fixed;
+    const int64_t kr = tc ? tc_rows(J) : 2 * J, unit = tc ? 8 : 1;
+    const int64_t fit = (int64_t)((budget - fixed) / per_row) / unit * unit;
+    const int64_t cap = fit < unit ? unit : (fit < kr ? fit : kr);
+    const int64_t n = (kr + cap - 1) / cap;
     *slices = (int)n;
-    *rows = (int)((2 * J + n - 1) / n);
+    *rows = (int)(((kr + n - 1) / n + unit - 1) / unit * unit);
 }
 
 /* The kernel's blocks a multiprocessor (occupancy cached per 8 KB of
  * shared memory, asked at the bucket's top: never more blocks than fit
  * with the actual size); 0 when it does not fit. */
-template <typename TX, typename TA, int K, bool SPLIT>
+template <typename TX, typename TA, int K, bool SPLIT, bool TC>
 int fused_per_sm(const DeviceInfo &dev, size_t smem) {
     static KernelCache cache;
     const int slot = (int)((smem + 8191) / 8192);
     size_t asked = (size_t)slot * 8192;
     if (asked + 1024 > (size_t)dev.smem_optin) asked = smem;
     int per_sm = 0;
-    if (cached_occupancy(cache, fused_forward<TX, TA, K, SPLIT>, dev, slot, fused_threads(SPLIT),
+    if (cached_occupancy(cache, fused_forward<TX, TA, K, SPLIT, TC>, dev, slot, fused_threads(SPLIT),
                          asked, &per_sm) != MAS_OK)
         return 0;
     return per_sm;
 }
 
-template <typename TX, typename TA, int K, bool SPLIT>
+template <typename TX, typename TA, int K, bool SPLIT, bool TC>
 mas_status launch_fused_as(FusedArgs fa, int64_t B, int64_t per_launch, size_t smem,
                            cudaStream_t s) {
     for (int64_t first = 0; first < B; first += per_launch) {
         const int64_t n = B - first < per_launch ? B - first : per_launch;
         fa.item0 = first;
         fa.ticket0 = (unsigned)(first * fa.slabs);
-        fused_forward<TX, TA, K, SPLIT>
+        fused_forward<TX, TA, K, SPLIT, TC>
             <<<(unsigned)(n * fa.slabs), fused_threads(SPLIT), smem, s>>>(fa);
     }
     return cudaGetLastError() == cudaSuccess ? MAS_OK : MAS_ERR_CUDA;
@@ -96,7 +100,7 @@ mas_status launch_fused_as(FusedArgs fa, int64_t B, int64_t per_launch, size_t s
  *    compute thread;
  *  - otherwise 64-token slabs, two blocks a multiprocessor, the sweep after
  *    the products. */
-template <typename TX, typename TA>
+template <typename TX, typename TA, bool TC>
 mas_status launch_fused(FusedArgs fa, int64_t B, const DeviceInfo &dev, cudaStream_t s,
                         size_t ring_clear_bytes) {
     const int es = (int)sizeof(TA);
@@ -113,14 +117,14 @@ mas_status launch_fused(FusedArgs fa, int64_t B, const DeviceInfo &dev, cudaStre
             return f.stage ? smem + stage : smem;
         };
         FusedArgs f2 = fa;
-        const size_t smem_split = staged(fused_smem(fa.rows, es, true), f2);
+        const size_t smem_split = staged(fused_smem(fa.rows, es, true, 2, TC), f2);
         if (B * fa.slabs <= dev.sms && fits(smem_split) &&
-            fused_per_sm<TX, TA, 2, true>(dev, smem_split) >= 1)
-            return launch_fused_as<TX, TA, 2, true>(f2, B, B, smem_split, s);
+            fused_per_sm<TX, TA, 2, true, TC>(dev, smem_split) >= 1)
+            return launch_fused_as<TX, TA, 2, true, TC>(f2, B, B, smem_split, s);
         if constexpr (sizeof(TA) == 4) {
             FusedArgs f4 = fa;
-            const size_t smem4 = staged(fused_smem(fa.rows, es, true, 4), f4);
-            const int per_sm4 = fits(smem4) ? fused_per_sm<TX, TA, 4, true>(dev, smem4) : 0;
+            const size_t smem4 = staged(fused_smem(fa.rows, es, true, 4, TC), f4);
+            const int per_sm4 = fits(smem4) ? fused_per_sm<TX, TA, 4, true, TC>(dev, smem4) : 0;
             const int64_t slabs4 = (fa.T + fused_tokens(4) - 1) / fused_tokens(4);
             /* with fewer 128-token slabs than 0.6 of the multiprocessors the
              * 64-token kernel's twice as many blocks win (H100: B=17 T=512
@@ -130,18 +134,18 @@ mas_status launch_fused(FusedArgs fa, int64_t B, const DeviceInfo &dev, cudaStre
                 5 * B * slabs4 >= 3 * (int64_t)dev.sms) {
                 f4.slabs = (int)slabs4;
                 const int64_t per_launch = slabs4 == 1 ? B : (int64_t)per_sm4 * dev.sms / slabs4;
-                return launch_fused_as<TX, TA, 4, true>(f4, B, per_launch, smem4, s);
+                return launch_fused_as<TX, TA, 4, true, TC>(f4, B, per_launch, smem4, s);
             }
         }
     }
-    const size_t smem = fused_smem(fa.rows, es);
+    const size_t smem = fused_smem(fa.rows, es, false, 2, TC);
     if (!fits(smem)) return MAS_ERR_CUDA;
-    const int per_sm = fused_per_sm<TX, TA, 2, false>(dev, smem);
+    const int per_sm = fused_per_sm<TX, TA, 2, false, TC>(dev, smem);
     if (per_sm < 1) return MAS_ERR_CUDA;
     const int64_t resident = (int64_t)per_sm * dev.sms;
     if (fa.slabs > resident) return MAS_ERR_BAD_ARGUMENT;
     const int64_t per_launch = fa.slabs == 1 ? B : resident / fa.slabs;
-    return launch_fused_as<TX, TA, 2, false>(fa, B, per_launch, smem, s);
+    return launch_fused_as<TX, TA, 2, false, TC>(fa, B, per_launch, smem, s);
 }
 
 } // namespace
@@ -204,15 +208,28 @@ extern "C" mas_status mas_align_gaussian_cuda(const mas_gauss_align_args *args,
     fa.group_flag = (int *)(hw + H.group_flag);
     fa.final_score = (double *)(hw + H.final_score);
     fa.slabs = (int)H.max_slabs;
-    plan_slices(J, es, &fa.rows, &fa.slices);
+    /* tensor cores from sm_80 on, float32 arithmetic; else the default
+     * (as mas_loglik_cuda) */
+    const bool tc = args->precision != MAS_PRECISION_DEFAULT && acc == MAS_FLOAT32 &&
+                    dev.cc_major >= 8;
+    plan_slices(J, es, tc, &fa.rows, &fa.slices);
     fa.item0 = 0;
     fa.ticket0 = 0;
     const size_t clear = H.group_flag - H.ring; /* rings, flags, ticket */
     switch (args->x.dtype) {
-    case MAS_FLOAT32: st = launch_fused<float, float>(fa, B, dev, s, clear); break;
-    case MAS_FLOAT64: st = launch_fused<double, double>(fa, B, dev, s, clear); break;
-    case MAS_FLOAT16: st = launch_fused<__half, float>(fa, B, dev, s, clear); break;
-    default: st = launch_fused<__nv_bfloat16, float>(fa, B, dev, s, clear); break;
+    case MAS_FLOAT32:
+        st = tc ? launch_fused<float, float, true>(fa, B, dev, s, clear)
+                : launch_fused<float, float, false>(fa, B, dev, s, clear);
+        break;
+    case MAS_FLOAT64: st = launch_fused<double, double, false>(fa, B, dev, s, clear); break;
+    case MAS_FLOAT16:
+        st = tc ? launch_fused<__half, float, true>(fa, B, dev, s, clear)
+                : launch_fused<__half, float, false>(fa, B, dev, s, clear);
+        break;
+    default:
+        st = tc ? launch_fused<__nv_bfloat16, float, true>(fa, B, dev, s, clear)
+                : launch_fused<__nv_bfloat16, float, false>(fa, B, dev, s, clear);
+        break;
     }
     if (st != MAS_OK) return st;
 

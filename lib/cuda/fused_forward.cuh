@@ -23,7 +23,13 @@
  *      S=4096 913 -> 847; H100, 2026-11-28);
  *   2. each compute thread computes 4 frames x 2K tokens of the tile's
  *      cells from e and the slab's coefficients (in shared memory for the
- *      whole block when they fit, else reloaded a slice at a time);
+ *      whole block when they fit, else reloaded a slice at a time); in the
+ *      tensor-core precision (TC) each compute warp instead makes 16 tokens
+ *      x 64 (or 32) frames with tc_cells.cuh's TF32 mma tiles, e and the
+ *      coefficients rounded to TF32 as they are stored and their rows
+ *      padded (2J up to a multiple of 8, strides + 8): the cells of
+ *      gaussian_loglik's TF32 kernel, and the sweep, now the bound, is
+ *      unchanged (B=32 T=512 S=2048: forward 390 -> 282 us, H200);
  *   3. the cells go to two chunk tiles in hard_forward's token-row layout
  *      and warp 0 sweeps them.
  * Three forms (the host picks, fused.cu):
@@ -57,8 +63,11 @@
 #ifndef MAS_CUDA_FUSED_FORWARD_CUH
 #define MAS_CUDA_FUSED_FORWARD_CUH
 
+#include <type_traits>
+
 #include "cuda/hard_forward.cuh"
 #include "cuda/loglik_kernel.cuh"
+#include "cuda/tc_cells.cuh"
 
 namespace mas_cuda {
 
@@ -95,17 +104,23 @@ struct FusedArgs {
                 * to fused_stage_smem more bytes of shared memory */
 };
 
+/* Row strides of the coefficients and of e: the tensor-core form (TC)
+ * pads both (tc_cells.cuh) */
+__host__ __device__ constexpr int fused_ldc(int k, bool tc) { return fused_tokens(k) + (tc ? kTcPad : 0); }
+__host__ __device__ constexpr int fused_lde(bool tc) { return kFgFrames + (tc ? kTcPad : 0); }
+
 /* Shared memory for the next tile's x with a.stage: [J][64] of TX */
 __host__ __device__ inline size_t fused_stage_smem(int64_t J, int xs) {
     return (size_t)J * kFgFrames * (size_t)xs;
 }
 
 /* Shared memory for slabs of 32 k tokens: K [32k], coefficient rows
- * [rows][32k], e [rows][64], and the two chunk tiles (four with a sweep
+ * [rows][ldc], e [rows][lde], and the two chunk tiles (four with a sweep
  * warp of its own: two tiles' cells). */
-__host__ __device__ inline size_t fused_smem(int rows, int es, bool split = false, int k = 2) {
+__host__ __device__ inline size_t fused_smem(int rows, int es, bool split = false, int k = 2,
+                                             bool tc = false) {
     const size_t tok = (size_t)fused_tokens(k);
-    return (size_t)es * (tok + (size_t)rows * (tok + kFgFrames)) +
+    return (size_t)es * (tok + (size_t)rows * (fused_ldc(k, tc) + fused_lde(tc))) +
            (split ? 4 : 2) * tok * kChunk * es;
 }
 
@@ -135,10 +150,12 @@ template <typename TA, int N> __device__ __forceinline__ void load_runs(const TA
  * slabs: the grid does not fill the GPU), where nothing else overlaps the
  * sweep; with two blocks a multiprocessor the other block does (session 4:
  * warp specialisation lost there). Only with all 2J rows in one slice. */
-template <typename TX, typename TA, int K, bool SPLIT>
+template <typename TX, typename TA, int K, bool SPLIT, bool TC = false>
 __global__ void __launch_bounds__(fused_threads(SPLIT), SPLIT ? 1 : 2) fused_forward(FusedArgs a) {
+    static_assert(!TC || sizeof(TA) == 4, "the tensor-core form sums in float32");
     constexpr int NT = fused_threads(SPLIT);
     constexpr int TOK = fused_tokens(K); /* tokens a slab */
+    constexpr int LDC = fused_ldc(K, TC), LDE = fused_lde(TC);
     /* tokens a compute thread: 16 x 16 threads cover 64 frames x 32 K tokens */
     constexpr int CT = 2 * K;
     using G = TileGeom<TA, K, LOAD_BTS>; /* a chunk of the slab's cells */
@@ -146,9 +163,9 @@ __global__ void __launch_bounds__(fused_threads(SPLIT), SPLIT ? 1 : 2) fused_for
     __shared__ unsigned s_ticket;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     TA *k_s = (TA *)fg_sm;        /* [32 K] */
-    TA *c_s = k_s + TOK;          /* [rows][32 K] */
-    TA *e_s = c_s + a.rows * TOK; /* [rows][64] */
-    unsigned char *tiles = (unsigned char *)(e_s + a.rows * kFgFrames);
+    TA *c_s = k_s + TOK;          /* [rows][LDC] */
+    TA *e_s = c_s + a.rows * LDC; /* [rows][LDE] */
+    unsigned char *tiles = (unsigned char *)(e_s + a.rows * LDE);
 
     if (tid == 0) s_ticket = a.slabs == 1 ? blockIdx.x : atomicAdd(a.ticket, 1u) - a.ticket0;
     __syncthreads();
@@ -165,6 +182,7 @@ __global__ void __launch_bounds__(fused_threads(SPLIT), SPLIT ? 1 : 2) fused_for
     const int64_t first_group = base / 32, live_groups = (X + 31) / 32;
     uint32_t *item_bits = a.bits + (size_t)b * a.groups * a.S;
     const int J = (int)a.J, J2 = 2 * J;
+    const int KR = TC ? tc_rows(J) : J2; /* rows of e and of the coefficients past K */
 
     /* decision words of the frames no sweep writes: before the first chunk
      * visited and after the last */
@@ -177,40 +195,28 @@ __global__ void __launch_bounds__(fused_threads(SPLIT), SPLIT ? 1 : 2) fused_for
             item_bits[g * a.S + (k < before ? k : v_end + (k - before))] = 0u;
     }
 
-    /* the slab's coefficients: zeros past x_len (nothing read there) */
+    /* the slab's coefficients: zeros past x_len (nothing read there) and
+     * past 2J (TC's padding); TF32 for TC */
     const TA *coef = (const TA *)a.coef + b * a.cs0 + base;
     const int ntok = (int)(last_tok - base + 1);
     auto fill_coef = [&](int r0, int nr) {
         for (int k = tid; k < nr * TOK; k += NT) {
             const int r = k / TOK, t = k % TOK;
-            c_s[k] = t < ntok ? coef[(int64_t)(1 + r0 + r) * a.T + t] : (TA)0;
+            const TA v = t < ntok && r0 + r < J2 ? coef[(int64_t)(1 + r0 + r) * a.T + t] : (TA)0;
+            c_s[r * LDC + t] = to_operand<TC>(v);
         }
     };
     for (int t = tid; t < TOK; t += NT) k_s[t] = t < ntok ? coef[t] : (TA)0;
     const bool whole = a.slices == 1;
-    if (whole) fill_coef(0, J2);
+    if (whole) fill_coef(0, KR);
 
     /* e rows [r0, r0 + nr) of the tile's frames [f0, f0 + 64): x, then its
-     * squares (ll_mul, as the likelihood kernels); 0 at frames >= y_len */
+     * squares (ll_mul, as the likelihood kernels), TF32 for TC; 0 at frames
+     * >= y_len and in TC's padding rows */
     const TX *xb = (const TX *)a.x + b * a.xs0;
     auto fill_e = [&](int64_t f0, int r0, int nr) {
-        constexpr int NB = 8; /* loads in flight a thread */
-        const int n = nr * kFgFrames;
-        for (int k0 = tid; k0 < n; k0 += NB * NT) {
-            TA v[NB];
-#pragma unroll
-            for (int q = 0; q < NB; q++) {
-                const int k = k0 + q * NT, r = r0 + k / kFgFrames, f = k % kFgFrames;
-                const int j = r < J ? r : r - J;
-                v[q] = k < n && f0 + f < Y ? (TA)widen(xb[(f0 + f) * a.xs1 + (int64_t)j * a.xs2])
-                                           : (TA)0;
-            }
-#pragma unroll
-            for (int q = 0; q < NB; q++) {
-                const int k = k0 + q * NT;
-                if (k < n) e_s[k] = r0 + k / kFgFrames < J ? v[q] : ll_mul(v[q], v[q]);
-            }
-        }
+        const int nf = (int)max((int64_t)0, min((int64_t)kFgFrames, Y - f0));
+        tile_e_rows<TA, TX, TC>(e_s, LDE, xb + f0 * a.xs1, a.xs1, a.xs2, J, nf, r0, nr, tid, NT);
     };
 
     /* All 2J rows at once (one slice): each x is loaded once and its square
@@ -229,14 +235,17 @@ __global__ void __launch_bounds__(fused_threads(SPLIT), SPLIT ? 1 : 2) fused_for
             }
 #pragma unroll
             for (int q = 0; q < NB; q++) {
-                const int k = k0 + q * nt;
+                const int k = k0 + q * nt, at = (k / kFgFrames) * LDE + k % kFgFrames;
                 if (k < n) {
-                    e_s[k] = v[q];
-                    e_s[k + n] = ll_mul(v[q], v[q]);
+                    e_s[at] = to_operand<TC>(v[q]);
+                    e_s[at + J * LDE] = to_operand<TC>(ll_mul(v[q], v[q]));
                 }
             }
         }
     };
+    /* TC's padding rows of e, never written by the fills of all rows */
+    if (TC && whole)
+        for (int k = tid; k < (KR - J2) * LDE; k += NT) e_s[J2 * LDE + k] = (TA)0;
 
     /* the sweep's state (warp 0): lane l holds tokens base + K l + k, k < K */
     TA q[K], guard[K];
@@ -320,6 +329,35 @@ __global__ void __launch_bounds__(fused_threads(SPLIT), SPLIT ? 1 : 2) fused_for
                     acc[i][j];
         }
     };
+    /* TC: warp wc of the compute warps holds 16 tokens x 64 / FPW frames
+     * (tc_cells.cuh), the slab's 16-token groups over the warps first */
+    constexpr int TGW = TOK / 16, FPW = 8 / TGW, NI = kFgFrames / 8 / FPW;
+    const int wc = ct >> 5, tc_tok = 16 * (wc % TGW), tc_fr = (wc / TGW) * (kFgFrames / FPW);
+    auto tc_store = [&](const float (&acc)[NI][4], unsigned char *tl) {
+#pragma unroll
+        for (int ni = 0; ni < NI; ni++)
+#pragma unroll
+            for (int c = 0; c < 4; c++) {
+                const int f = tc_fr + 8 * ni + tc_frame(lane, c);
+                unsigned char *tile = tl + (f / kChunk) * G::BYTES;
+                *(float *)(tile + token_row_offset<TA, K, LOAD_BTS>(tc_tok + tc_token(lane, c),
+                                                                     f % kChunk)) = acc[ni][c];
+            }
+    };
+    /* the cells of the tile in the precision asked: rows [r0, r0 + nr) */
+    using Acc = typename std::conditional<TC, float[NI][4], TA[4][CT]>::type;
+    auto cells_start = [&](Acc &acc) {
+        if constexpr (TC) tc_start(acc, k_s + tc_tok, lane);
+        else acc_start(acc);
+    };
+    auto cells_rows = [&](Acc &acc, int nr) {
+        if constexpr (TC) tc_products(acc, c_s + tc_tok, LDC, e_s + tc_fr, LDE, nr, lane);
+        else acc_rows(acc, nr);
+    };
+    auto cells_store = [&](const Acc &acc, unsigned char *tl) {
+        if constexpr (TC) tc_store(acc, tl);
+        else acc_store(acc, tl);
+    };
     auto sweep_tile = [&](int64_t f0, const unsigned char *tl) {
         const int64_t c0 = f0 / kChunk;
         sweep(c0, tl);
@@ -352,18 +390,19 @@ __global__ void __launch_bounds__(fused_threads(SPLIT), SPLIT ? 1 : 2) fused_for
                     async_commit();
                 }
             }
-            TA acc[4][CT];
-            acc_start(acc);
-            acc_rows(acc, J2);
-            acc_store(acc, tl);
+            Acc acc;
+            cells_start(acc);
+            cells_rows(acc, KR);
+            cells_store(acc, tl);
             asm volatile("bar.sync 1, %0;" ::"n"(kFgThreads) : "memory"); /* e is read */
             if (!next) return;
             if (sizeof(TX) >= 4 && a.stage) {
                 async_wait<0>();
                 for (int k = ct; k < n_e; k += kFgThreads) {
                     const TA v = (TA)widen(x_stage[k]);
-                    e_s[k] = v;
-                    e_s[k + n_e] = ll_mul(v, v);
+                    const int at = (k / kFgFrames) * LDE + k % kFgFrames;
+                    e_s[at] = to_operand<TC>(v);
+                    e_s[at + J * LDE] = to_operand<TC>(ll_mul(v, v));
                 }
             } else {
                 fill_e_whole(fn, 32, kFgThreads);
@@ -387,21 +426,21 @@ __global__ void __launch_bounds__(fused_threads(SPLIT), SPLIT ? 1 : 2) fused_for
         if (whole) fill_e_whole(c_first * kChunk, 0, kFgThreads);
 #pragma unroll 1
         for (int64_t f0 = c_first * kChunk; f0 <= f_last; f0 += kFgFrames) {
-            TA acc[4][CT];
+            Acc acc;
             __syncthreads(); /* the last tile's sweep and products are done; e is filled */
 #pragma unroll 1
             for (int s = 0; s < a.slices; s++) {
-                const int r0 = s * a.rows, nr = min(a.rows, J2 - r0);
+                const int r0 = s * a.rows, nr = min(a.rows, KR - r0);
                 if (!whole) {
                     if (s > 0) __syncthreads();
                     fill_e(f0, r0, nr);
                     fill_coef(r0, nr);
                     __syncthreads();
                 }
-                if (s == 0) acc_start(acc);
-                acc_rows(acc, nr);
+                if (s == 0) cells_start(acc);
+                cells_rows(acc, nr);
             }
-            acc_store(acc, tiles);
+            cells_store(acc, tiles);
             __syncthreads();
             if (warp == 0)
                 sweep_tile(f0, tiles);

@@ -1,7 +1,8 @@
 /* Likelihoods on CUDA (mas.h section 6): host entry points and the
  * coefficient kernel. The log-likelihood kernels are in loglik_kernel.cuh
- * (any mixture sizes), loglik_uniform.cuh (G Gaussians every state) and
- * loglik_items.cuh (one Gaussian a state, default precision).
+ * (any mixture sizes), loglik_uniform.cuh (G Gaussians every state),
+ * loglik_items.cuh (one Gaussian a state, default precision) and
+ * loglik_items_tc.cuh (one Gaussian a state, tensor cores).
  * Device properties and kernel attributes are read once per device, so a
  * call costs only its checks and its launch; no synchronisation, no
  * allocation (safe under graph capture). */
@@ -14,6 +15,7 @@
 #include "cuda/device_cache.cuh"
 #include "cuda/loglik_kernel.cuh"
 #include "cuda/loglik_items.cuh"
+#include "cuda/loglik_items_tc.cuh"
 #include "cuda/loglik_uniform.cuh"
 #include "mas.h"
 
@@ -263,6 +265,41 @@ mas_status launch_items(const LLParams &lp, const DeviceInfo *dev, cudaStream_t 
     return cudaGetLastError() == cudaSuccess ? MAS_OK : MAS_ERR_CUDA;
 }
 
+/* One Gaussian a state on the tensor cores (loglik_items_tc.cuh): units
+ * of 64 states x runs of up to 16 tiles of 64 frames, the run length that
+ * gives the fewest tiles to the busiest block (the longest run on ties: a
+ * unit loads its coefficients once). */
+template <typename TX>
+mas_status launch_items_tc(const LLParams &lp, const DeviceInfo *dev, cudaStream_t stream) {
+    ItemsTcParams p;
+    p.l = lp;
+    p.kp = tc_rows(lp.J);
+    itc_plan_rows(p.kp, lp.J, sizeof(TX) == 4, &p.rows, &p.slices, &p.stage);
+    p.vec = p.stage && lp.xs1 == 1 && lp.xs2 % 4 == 0 && lp.xs0 % 4 == 0 &&
+            (uintptr_t)lp.x % 16 == 0;
+    p.ranges = (lp.n_states + kItcStates - 1) / kItcStates;
+    const int64_t ftiles = (lp.N + kItcFrames - 1) / kItcFrames, slots = 2 * (int64_t)dev->sms;
+    int64_t best = -1;
+    for (int64_t tpr = 16; tpr >= 1; tpr /= 2) {
+        const int64_t runs = (ftiles + tpr - 1) / tpr, units = lp.B * p.ranges * runs;
+        const int64_t span = (units + slots - 1) / slots * (tpr < ftiles ? tpr : ftiles);
+        if (best < 0 || span < best) {
+            best = span;
+            p.tpr = tpr;
+            p.runs = runs;
+        }
+    }
+    const int64_t units = lp.B * p.ranges * p.runs;
+    if (units == 0) return MAS_OK;
+    auto kernel = loglik_items_tc<TX>;
+    const size_t smem = itc_smem(p.rows, p.stage ? lp.J : 0);
+    static KernelCache cache;
+    mas_status st = ensure_smem(cache, kernel, *dev, smem);
+    if (st != MAS_OK) return st;
+    kernel<<<(unsigned)(units < slots ? units : slots), kItcThreads, smem, stream>>>(p);
+    return cudaGetLastError() == cudaSuccess ? MAS_OK : MAS_ERR_CUDA;
+}
+
 template <typename TA, typename TX>
 mas_status dispatch_loglik(const LLParams &p, const DeviceInfo *dev, cudaStream_t stream,
                            int32_t precision, int64_t mixture_size) {
@@ -271,6 +308,9 @@ mas_status dispatch_loglik(const LLParams &p, const DeviceInfo *dev, cudaStream_
         /* tensor cores: TF32 (bf16 runs the TF32 path for now), from sm_80
          * on; older GPUs compute the default precision */
         if (precision != MAS_PRECISION_DEFAULT && dev->cc_major >= 8) {
+            /* one Gaussian a state: the cells of the fused alignment's TF32 form */
+            if (!p.offsets && !p.best && p.M < ((int64_t)1 << 31) && p.J <= 4096)
+                return launch_items_tc<TX>(p, dev, stream);
             if (uniform_fits(p, mixture_size, dev, true))
                 return launch_uniform<TX, true>(p, mixture_size, dev, stream);
             return p.offsets ? launch_loglik<TA, TX, TF, 8, true, true>(p, dev, stream)

@@ -18,7 +18,7 @@ implementation and, where the op has a gradient, an autograd formula:
   libmas::monotonic_attention_backward(Tensor logits, Tensor? n_lengths,
       Tensor? m_lengths, Tensor log_phi, Tensor grad_log_phi, int kind, int threads) -> Tensor
   libmas::align_gaussian(Tensor z, Tensor mean, Tensor log_std, Tensor x_lengths,
-      Tensor y_lengths, int threads, int max_workspace_bytes=-1)
+      Tensor y_lengths, int threads, int max_workspace_bytes=-1, int precision=0)
       -> (Tensor durations, Tensor indices, Tensor score)
   libmas::forward_sum_gaussian(Tensor z, Tensor mean, Tensor log_std, Tensor x_lengths,
       Tensor y_lengths, int threads, bool with_grad)
@@ -240,16 +240,16 @@ def _register_fused(torch, frame_of):
     @torch.library.custom_op("libmas::align_gaussian", mutates_args=(),
                              device_types=("cpu", "cuda"))
     def align_gaussian(z: Tensor, mean: Tensor, log_std: Tensor, x_lengths: Tensor,
-                       y_lengths: Tensor, threads: int,
-                       max_workspace_bytes: int = -1) -> tuple[Tensor, Tensor, Tensor]:
+                       y_lengths: Tensor, threads: int, max_workspace_bytes: int = -1,
+                       precision: int = 0) -> tuple[Tensor, Tensor, Tensor]:
         budget = None if max_workspace_bytes < 0 else max_workspace_bytes
         durations, indices, score, _ = fused._align_gaussian_core(
             "libmas.align_gaussian", frame_of(z), z.detach(), mean.detach(), log_std.detach(),
-            x_lengths, y_lengths, threads, False, budget)
+            x_lengths, y_lengths, threads, False, budget, precision)
         return durations, indices, score
 
     @align_gaussian.register_fake
-    def _(z, mean, log_std, x_lengths, y_lengths, threads, max_workspace_bytes=-1):
+    def _(z, mean, log_std, x_lengths, y_lengths, threads, max_workspace_bytes=-1, precision=0):
         b, t, s = z.shape[0], mean.shape[2], z.shape[2]
         return (z.new_empty((b, t), dtype=torch.int32), z.new_empty((b, s), dtype=torch.int32),
                 z.new_empty((b,), dtype=_accum(torch, z.dtype)))
@@ -291,7 +291,7 @@ def _register_fused(torch, frame_of):
     forward_sum_gaussian.register_autograd(fsg_backward, setup_context=fsg_setup)
 
 
-def align_gaussian(z, mean, log_std, x_lengths, y_lengths, bst, threads, budget=None):
+def align_gaussian(z, mean, log_std, x_lengths, y_lengths, bst, threads, budget=None, prec=0):
     from .hard import AlignResult
 
     torch = sys.modules["torch"]
@@ -303,7 +303,7 @@ def align_gaussian(z, mean, log_std, x_lengths, y_lengths, bst, threads, budget=
                  f"{fname}: y_lengths")
     durations, indices, score = registered().align_gaussian(
         z.detach(), mean.detach(), log_std.detach(), x, y, threads,
-        -1 if budget is None else budget)
+        -1 if budget is None else budget, prec)
     pending = errors.PENDING if z.is_cuda else None
     return AlignResult(_arrays.TorchFrame(z), durations, indices, score, t, bst, score.dtype,
                        pending)

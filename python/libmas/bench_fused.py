@@ -10,7 +10,9 @@ with PyTorch installed, ``forward_sum_gaussian`` forward and backward
 against ``forward_sum(gaussian_loglik(...))`` with autograd. CUDA:
 wall time a call in a loop, the kernels' time from torch.profiler and the
 peak of PyTorch's allocator, full lengths, next to the unfused path and to
-Glow-TTS's PyTorch logp + align; then ``forward_sum_gaussian`` forward and
+Glow-TTS's PyTorch logp + align, and ``align_gaussian(precision="tf32")``
+(its time, its bits against the unfused path in TF32, the frames it
+aligns differently from the default); then ``forward_sum_gaussian`` forward and
 backward against ``forward_sum(gaussian_loglik(...))`` with autograd (time,
 its largest kernels, peak memory, log_z bits).
 """
@@ -176,14 +178,25 @@ def bench_cuda(args):
         def torch_call():
             return hard.align(_torch_glow(torch, z, m, ls), x, y).indices
 
-        r1 = fused.align_gaussian(z, m, ls, x, y)
-        r2 = hard.align(likelihood.gaussian_loglik(z, m, ls, x, y), x, y)
-        same = bool(torch.equal(r1.indices, r2.indices) and torch.equal(r1.score, r2.score))
-        del r2
-        row = {"shape": f"B={b} T={t} S={s}", "same": same,
+        def tf32_call():
+            return fused.align_gaussian(z, m, ls, x, y, precision="tf32").indices
+
+        def same_as_unfused(prec):
+            r1 = fused.align_gaussian(z, m, ls, x, y, precision=prec)
+            r2 = hard.align(likelihood.gaussian_loglik(z, m, ls, x, y, precision=prec), x, y)
+            return bool(torch.equal(r1.indices, r2.indices) and torch.equal(r1.score, r2.score))
+
+        same, same_tf32 = same_as_unfused("float32"), same_as_unfused("tf32")
+        # frames whose token moved, TF32 against the default
+        moved = int((fused.align_gaussian(z, m, ls, x, y).indices != tf32_call()).sum())
+        row = {"shape": f"B={b} T={t} S={s}", "same": same, "same_tf32": same_tf32,
+               "moved": moved, "frames": b * s,
                "fused_ms": _loop_ms(torch, fused_call, n),
                "fused_kernels": _kernels_ms(torch, fused_call, n),
-               "fused_mb": _peak_extra_mb(torch, fused_call)}
+               "fused_mb": _peak_extra_mb(torch, fused_call),
+               "tf32_ms": _loop_ms(torch, tf32_call, n),
+               "tf32_kernels": _kernels_ms(torch, tf32_call, n)}
+        row["tf32_kernels_ms"] = sum(row["tf32_kernels"].values())
         row["fused_kernels_ms"] = sum(row["fused_kernels"].values())
         # cells of the band: T (S - T + 1), 2 (2D + 1) flops each
         row["tflops"] = b * t * (s - t + 1) * 2 * (2 * D + 1) / row["fused_kernels_ms"] / 1e9
@@ -218,11 +231,21 @@ def bench_cuda(args):
             f"{cell(r['unfused_ms'], '{:.3f}')} | {cell(r['torch_ms'], '{:.3f}')} | "
             f"{r['fused_mb']:.1f} | {cell(r['unfused_mb'], '{:.0f}')} / "
             f"{cell(r['torch_mb'], '{:.0f}')} | {'yes' if r['same'] else 'NO'} |")
-    lines.append("")
-    lines.append("The fused call's kernels (ms a call, torch.profiler):")
+    lines += ["", "The same with precision=\"tf32\" (the cells on the tensor cores; same bits: "
+              "against align(gaussian_loglik(precision=\"tf32\")); frames moved: frames whose "
+              "token differs from the default precision's alignment):", "",
+              "| shape | fused TF32 wall (ms) | fused TF32 kernels (ms) | same bits | frames moved |",
+              "|---|---|---|---|---|"]
     for r in rows:
-        parts = sorted(r["fused_kernels"].items(), key=lambda kv: -kv[1])
-        lines.append(f"- {r['shape']}: " + ", ".join(f"{_short(k)} {v:.3f}" for k, v in parts))
+        lines.append(f"| {r['shape']} | {r['tf32_ms']:.3f} | {r['tf32_kernels_ms']:.3f} | "
+                     f"{'yes' if r['same_tf32'] else 'NO'} | {r['moved']} of {r['frames']} |")
+    lines.append("")
+    lines.append("The fused call's kernels (ms a call, torch.profiler), float32 / TF32:")
+    for r in rows:
+        for key in ("fused_kernels", "tf32_kernels"):
+            parts = sorted(r[key].items(), key=lambda kv: -kv[1])
+            lines.append(f"- {r['shape']}{' TF32' if key == 'tf32_kernels' else ''}: " +
+                         ", ".join(f"{_short(k)} {v:.3f}" for k, v in parts))
     lines += ["", _soft_table(torch, rng, max(3, n // 4))]
     return rows, "\n".join(lines)
 

@@ -9,13 +9,14 @@ PyTorch logp. The ceiling printed is a one-thread float32 GEMM (NumPy BLAS,
 1024^3), the practical single-core FMA peak.
 
 CUDA: GMM 5000 x 256 (float32 and TF32), GMM 5000 x 16, J=36, N=256, and
-Glow-TTS B=32 T=512 S=2048 D=80; GPU time between CUDA events (median), the
+Glow-TTS B=32 T=512 S=2048 D=80 (float32 and TF32); GPU time between CUDA events (median), the
 peak memory allocated beyond the inputs, TFLOP/s against the device's dense
 peaks (libmas._peaks: an H100 SXM's are 67 FP32, 495 TF32, 990 BF16), the
 largest error against float64 of libmas and of PyTorch (same precision), and
 the real-time factor at 100 frames per second for the first row. Under the
-table, the Glow-TTS row's own ceiling: cuBLAS's FP32 GEMM of the same
-product in the same run.
+table, the Glow-TTS rows' floor (writing the output at the copy bandwidth
+measured in the same run) and the float32 row's ceiling (cuBLAS's FP32 GEMM
+of the same product).
 
 Work counted: 2 * N * M * (2J+1) flops per GMM call (the expansion GEMM),
 2 * B * T * S * (2D+1) for Glow-TTS.
@@ -238,18 +239,30 @@ def bench_cuda(args):
     m = torch.randn(b, d, t, device="cuda")
     logs = 0.3 * torch.randn(b, d, t, device="cuda")
     flops = 2.0 * b * t * s * (2 * d + 1)
-    ours = _gpu_ms(torch, lambda: likelihood.gaussian_loglik(z, m, logs), repeat)
-    ref = _gpu_ms(torch, lambda: _torch_glow(torch, z, m, logs), repeat)
     want = _torch_glow(torch, z.double(), m.double(), logs.double())
-    err = float((likelihood.gaussian_loglik(z, m, logs).double() - want).abs().max())
-    torch_err = float((_torch_glow(torch, z, m, logs).double() - want).abs().max())
+    for prec in ("float32", "tf32"):
+        def ours_fn():
+            return likelihood.gaussian_loglik(z, m, logs, precision=prec)
+
+        ours = _gpu_ms(torch, ours_fn, repeat)
+        torch.backends.cuda.matmul.allow_tf32 = prec == "tf32"
+        ref = _gpu_ms(torch, lambda: _torch_glow(torch, z, m, logs), repeat)
+        torch_err = float((_torch_glow(torch, z, m, logs).double() - want).abs().max())
+        torch_mb = _peak_extra_mb(torch, lambda: _torch_glow(torch, z, m, logs))
+        torch.backends.cuda.matmul.allow_tf32 = False
+        err = float((ours_fn().double() - want).abs().max())
+        rows.append({"work": f"Glow-TTS logp B={b} T={t} S={s} D={d}, {prec}", "ours_ms": ours,
+                     "torch_ms": ref, "ours_mb": _peak_extra_mb(torch, ours_fn),
+                     "torch_mb": torch_mb, "tflops": flops / ours / 1e9, "peak": peaks[prec],
+                     "target_ms": 0.25, "max_abs_err": err, "torch_err": torch_err, "rtf": None})
+        _progress(f"{rows[-1]['work']}: libmas {ours:.3f} ms, PyTorch {ref:.3f} ms")
     del want
-    rows.append({"work": f"Glow-TTS logp B={b} T={t} S={s} D={d}", "ours_ms": ours,
-                 "torch_ms": ref,
-                 "ours_mb": _peak_extra_mb(torch, lambda: likelihood.gaussian_loglik(z, m, logs)),
-                 "torch_mb": _peak_extra_mb(torch, lambda: _torch_glow(torch, z, m, logs)),
-                 "tflops": flops / ours / 1e9, "peak": peaks["float32"],
-                 "target_ms": 0.25, "max_abs_err": err, "torch_err": torch_err, "rtf": None})
+    # The floor of both rows: writing the [B, T, S] output at the device's
+    # copy bandwidth (measured here; it counts the bytes read and written).
+    from .bench import cuda_copy_bandwidth
+
+    out_bytes = 4.0 * b * t * s
+    write_floor = out_bytes / (cuda_copy_bandwidth(torch) * 1e9) * 1e3
     # The ceiling of that row: cuBLAS's FP32 GEMM of the same product, the
     # coefficient rows [T, 2D+1] times the expanded frames [2D+1, S] (the
     # default precision's fma chain keeps it on CUDA cores, so TF32 off).
@@ -269,7 +282,9 @@ def bench_cuda(args):
                      f"{r['max_abs_err']:.3g} / {r['torch_err']:.3g} |")
     lines.append("")
     lines.append(f"real-time factor of the first row at 100 frames/s: {rows[0]['rtf']:.5f}")
-    lines.append(f"Glow-TTS row's ceiling: cuBLAS SGEMM of the same product [{b},{t},{2 * d + 1}] x "
+    lines.append(f"Glow-TTS rows' floor: writing the {out_bytes / 1e6:.0f} MB output at the measured "
+                 f"copy bandwidth, {write_floor:.3f} ms")
+    lines.append(f"Glow-TTS float32 row's ceiling: cuBLAS SGEMM of the same product [{b},{t},{2 * d + 1}] x "
                  f"[{b},{2 * d + 1},{s}] (TF32 off) {gemm:.3f} ms, {flops / gemm / 1e9:.1f} TFLOP/s"
                  f"{_peaks.percent(flops / gemm / 1e9, peaks['float32'])}")
     return rows, "\n".join(lines)

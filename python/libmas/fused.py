@@ -14,6 +14,11 @@ is computed inside the alignment, tile by tile, by the code of
 ``gaussian_loglik``: ``align_gaussian(z, m, s, X, Y)`` returns bit for bit
 what ``align(gaussian_loglik(z, m, s, X, Y), X, Y)`` returns.
 
+``align_gaussian(..., precision="tf32")`` computes the cells on CUDA's
+tensor cores, those of ``gaussian_loglik(..., precision="tf32")`` bit for
+bit (faster where the products bound the call; alignments may differ from
+the default precision's where paths are within the TF32 error).
+
 Nothing of size B*T*S is allocated, on the CPU (NumPy, PyTorch) or on
 CUDA: ``forward_sum_gaussian`` on CUDA keeps blocks of ~6 sqrt(S) frames of
 cells and recomputes them for the gradients.
@@ -23,8 +28,8 @@ import numpy as np
 
 from . import _arrays, _C, _dispatch, _ops, errors
 from .hard import AlignResult, _align_core, _threads_arg
-from .likelihood import (_SPREAD_LOG_STD, _swap12, _tts_checked, _tts_describe,
-                         _tts_forward, gaussian_loglik)
+from .likelihood import (_SPREAD_LOG_STD, _precision_arg, _swap12, _tts_checked,
+                         _tts_describe, _tts_forward, gaussian_loglik)
 
 
 def _full_lengths(frame, lens, batch, top):
@@ -34,11 +39,12 @@ def _full_lengths(frame, lens, batch, top):
 
 
 def _run(fname, frame, soft, z, mean, log_std, x_len, y_len, outs, bst, threads,
-         budget=None):
-    """The C call (CPU): outs = 4 arrays or None (hard: path, durations,
+         budget=None, prec=0):
+    """The C call: outs = 4 arrays or None (hard: path, durations,
     indices, score; soft: log_z, grad_x, grad_means, grad_spread, in the
     views of mas.h); budget: the most workspace bytes of a hard call (None:
-    unbounded; less than the unbounded size runs long-form)."""
+    unbounded; less than the unbounded size runs long-form); prec: the
+    mas_precision code."""
     h = frame.handle
     t = int(mean.shape[2])
     z3, m3, l3 = _swap12(frame, z), _swap12(frame, mean), _swap12(frame, log_std)
@@ -53,7 +59,8 @@ def _run(fname, frame, soft, z, mean, log_std, x_len, y_len, outs, bst, threads,
         return _dispatch.budgeted(fname, budget, full, minimum, "CUDA device" if cuda else "CPU")
 
     def invoke(cuda, work, how, word):
-        status, item = _C.fused(soft, cuda, *ins, *(h(o) for o in outs), bst, work, how, word)
+        status, item = _C.fused(soft, cuda, *ins, *(h(o) for o in outs), bst, work, how, word,
+                                prec)
         if status == _C.ERR_BAD_MODEL:
             raise ValueError(f"{fname}: {describe(item)}")
         return status, item
@@ -62,7 +69,7 @@ def _run(fname, frame, soft, z, mean, log_std, x_len, y_len, outs, bst, threads,
 
 
 def align_gaussian(z, mean, log_std, x_lengths=None, y_lengths=None, *, layout="bts",
-                   threads=None, max_workspace_bytes=None):
+                   precision="float32", threads=None, max_workspace_bytes=None):
     """Hard monotonic alignment on Glow-TTS's Gaussian log-likelihood, fused.
 
     z [B, D, S], mean and log_std [B, D, T] (float32, float64, float16 or
@@ -79,6 +86,16 @@ def align_gaussian(z, mean, log_std, x_lengths=None, y_lengths=None, *, layout="
     same wording. The alignment has no gradient (use ``expand`` on its
     indices).
 
+    precision: "float32" (default: the cells of ``gaussian_loglik``'s default,
+    the same on the CPU and CUDA) or "tf32" ("bf16" computes as "tf32"): on
+    CUDA from Ampere on, float32 arithmetic, the cells on the tensor cores,
+    bit for bit those of ``gaussian_loglik(..., precision="tf32")``, so the
+    result is ``align`` on that matrix. TF32 rounds x, x^2 and the Gaussians'
+    coefficients to 10 mantissa bits: a cell is off by about 1e-3 of the
+    sum of its terms' magnitudes, and paths whose scores differ by less may
+    swap. The CPU, float64 input and older GPUs compute the default
+    whatever is asked.
+
     max_workspace_bytes: None (default) for the unbounded workspace, or a
     budget in bytes. On the CPU the unbounded workspace holds one decision
     bit per cell of an item per thread, and a smaller budget aligns
@@ -90,21 +107,24 @@ def align_gaussian(z, mean, log_std, x_lengths=None, y_lengths=None, *, layout="
     """
     fname = "libmas.align_gaussian"
     bst = _arrays.check_layout(layout, fname)
+    prec = _precision_arg(precision, fname)
     threads = _threads_arg(threads, fname)
     budget = _dispatch.budget_arg(max_workspace_bytes, fname)
     if _ops.use_op(z):
-        return _ops.align_gaussian(z, mean, log_std, x_lengths, y_lengths, bst, threads, budget)
+        return _ops.align_gaussian(z, mean, log_std, x_lengths, y_lengths, bst, threads, budget,
+                                   prec)
     errors.poll()  # (not while tracing: the poll asks about stream capture)
     frame, z, mean, log_std, x_len, y_len = _tts_checked(fname, z, mean, log_std, x_lengths,
                                                          y_lengths)
     durations, indices, score, pending = _align_gaussian_core(fname, frame, z, mean, log_std,
-                                                              x_len, y_len, threads, True, budget)
+                                                              x_len, y_len, threads, True, budget,
+                                                              prec)
     return AlignResult(frame, durations, indices, score, int(mean.shape[2]), bst, score.dtype,
                        pending)
 
 
 def _align_gaussian_core(fname, frame, z, mean, log_std, x_len, y_len, threads, checked,
-                         budget=None):
+                         budget=None, prec=0):
     """(durations, indices, score, pending) of align_gaussian (also the
     registered op's kernel, which runs the checks here: checked False)."""
     if not checked:
@@ -119,7 +139,7 @@ def _align_gaussian_core(fname, frame, z, mean, log_std, x_len, y_len, threads, 
                          "and y_len >= 1")
     if d == 0:
         # the unfused path: the same bits by construction (materialises logp)
-        v, _ = _tts_forward(fname, frame, z, mean, log_std, x_len, y_len, False, 0, threads)
+        v, _ = _tts_forward(fname, frame, z, mean, log_std, x_len, y_len, False, prec, threads)
         return _align_core(fname, frame, v, _full_lengths(frame, x_len, b, t),
                            _full_lengths(frame, y_len, b, s), False, threads, budget)
     i32 = frame.native_dtype("int32", None)
@@ -132,7 +152,7 @@ def _align_gaussian_core(fname, frame, z, mean, log_std, x_len, y_len, threads, 
         x_len = _full_lengths(frame, x_len, b, t)
         y_len = _full_lengths(frame, y_len, b, s)
         pending = _run(fname, frame, False, z, mean, log_std, x_len, y_len,
-                       (None, durations, indices, score), False, threads, budget)
+                       (None, durations, indices, score), False, threads, budget, prec)
     return durations, indices, score, pending
 
 

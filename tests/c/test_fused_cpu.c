@@ -182,6 +182,18 @@ static void check_hard_equal(ts_rng *rng, int64_t B, int64_t T, int64_t S, int64
     TS_CHECK(memcmp(o1.idx, o2.idx, (size_t)(B * S) * 4) == 0, "indices differ");
     TS_CHECK(memcmp(o1.path, o2.path, (size_t)(B * T * S)) == 0, "path differs");
     TS_CHECK(memcmp(o1.score, o2.score, (size_t)B * dsize(acc)) == 0, "score bits differ");
+    { /* the CPU computes the default precision whatever is asked */
+        hard_out o4;
+        mas_hard_outputs h4 = hard_outputs_of(&o4, &t);
+        mas_gauss_align_args a4 = a;
+        a4.precision = MAS_PRECISION_TF32;
+        mas_error e4;
+        mas_status s4 = mas_align_gaussian_cpu(&a4, &h4, w2, ws2, threads, &e4);
+        TS_CHECK(s4 == s2 && memcmp(o2.idx, o4.idx, (size_t)(B * S) * 4) == 0 &&
+                     memcmp(o2.score, o4.score, (size_t)B * dsize(acc)) == 0,
+                 "precision TF32 on the CPU: status %d, outputs differ from the default", (int)s4);
+        hard_out_free(&o4);
+    }
     /* long-form below the unbounded size (issue 15): the same bits at the
      * smallest size, one in between and one byte short; below the smallest
      * a clear refusal */
@@ -517,6 +529,12 @@ static void check_errors(ts_rng *rng) {
     bad.params.spread_kind = 7;
     TS_CHECK(mas_forward_sum_gaussian_cpu(&bad, &sh, w, ws, 1, &err) == MAS_ERR_BAD_ARGUMENT,
              "spread kind");
+    bad = a;
+    bad.precision = MAS_PRECISION_BF16 + 1;
+    TS_CHECK(mas_align_gaussian_cpu(&bad, &h, w, ws, 1, &err) == MAS_ERR_BAD_ARGUMENT &&
+                 mas_forward_sum_gaussian_cpu(&bad, &sh, w, ws, 1, &err) == MAS_ERR_BAD_ARGUMENT &&
+                 mas_align_gaussian_cpu_workspace_size(&bad, 1) == 0,
+             "unknown precision");
     TS_CHECK(mas_align_gaussian_cpu(&a, &h, w, mas_align_gaussian_cpu_workspace_size(&a, 1) - 1,
                                     1, &err) == MAS_ERR_WORKSPACE_TOO_SMALL, "workspace");
     mas_hard_outputs none;

@@ -145,7 +145,8 @@ static void random_lengths(int64_t B, int64_t T, int64_t S, std::vector<int64_t>
 }
 
 /* The unfused CUDA path's cells of a fused call's arguments: the
- * coefficients (coef: MB * (2J+1) * T elements), then mas_loglik_cuda into
+ * coefficients (coef: MB * (2J+1) * T elements), then mas_loglik_cuda (in
+ * a.precision) into
  * value, a [B, T, S] matrix of the accumulator type (device buffers the
  * caller owns); value errors to word. Returns the matrix's view. */
 static mas_tensor3 unfused_cells(const mas_gauss_align_args &a, mas_dtype acc, void *coef,
@@ -163,6 +164,7 @@ static mas_tensor3 unfused_cells(const mas_gauss_align_args &a, mas_dtype acc, v
     la.n_len = a.y_len;
     la.s_len = a.x_len;
     la.out = t3(value, acc, B, S, T, T * S, 1, S); /* [B, T, S] seen as [B, S, T] */
+    la.precision = a.precision;
     st = mas_loglik_cuda(&la, nullptr, 0, nullptr, word);
     CHECK(st == MAS_OK, "loglik status %d", (int)st);
     return t3(value, acc, B, T, S, T * S, S, 1);

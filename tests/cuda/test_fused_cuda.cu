@@ -3,7 +3,10 @@
  * and the first failing item's status), which test_fused_cpu holds equal to
  * coefficients + likelihood + hard MAS (mas_align_gaussian_cpu ==
  * mas_hard_cpu(mas_loglik_cpu(...)) on every input), here with the
- * unfused CUDA path on the same inputs as a third opinion.
+ * unfused CUDA path on the same inputs as a third opinion. With
+ * MAS_PRECISION_TF32 (float32 arithmetic, sm_80 on) the fused op is held
+ * to the unfused path in that precision, bit for bit, and to differ from
+ * the CPU's default-precision scores (the tensor cores were used).
  *
  * Cases: float32 / float64 / float16 / bfloat16 frames, channel-first
  * (Glow-TTS z [B, D, S]) and frame-major views, one model for all items or
@@ -38,7 +41,16 @@ struct Case {
     bool ties;
     double nan_frame; /* chance an item gets a NaN frame inside y_len */
     double bad_model; /* chance an item gets a NaN mean */
+    int32_t precision;
 };
+
+/* Does the device compute MAS_PRECISION_TF32 on the tensor cores? */
+static bool tensor_cores() {
+    int dev = 0, major = 0;
+    CUDA_OK(cudaGetDevice(&dev));
+    CUDA_OK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    return major >= 8;
+}
 
 struct Outputs {
     std::vector<int32_t> dur, idx;
@@ -49,9 +61,10 @@ struct Outputs {
 };
 
 static void run_case(const Case &c) {
-    snprintf(g_case, sizeof g_case, "B=%lld T=%lld S=%lld J=%lld zt=%d mt=%d fm=%d shared=%d",
+    snprintf(g_case, sizeof g_case,
+             "B=%lld T=%lld S=%lld J=%lld zt=%d mt=%d fm=%d shared=%d precision=%d",
              (long long)c.B, (long long)c.T, (long long)c.S, (long long)c.J, (int)c.zt, (int)c.mt,
-             (int)c.frame_major, (int)c.shared_model);
+             (int)c.frame_major, (int)c.shared_model, (int)c.precision);
     progress();
     const int64_t B = c.B, T = c.T, S = c.S, J = c.J, MB = c.shared_model ? 1 : B;
     std::vector<unsigned char> z((size_t)(B * S * J) * dsize(c.zt));
@@ -100,9 +113,12 @@ static void run_case(const Case &c) {
         a.params.spread_kind = MAS_SPREAD_LOG_STD;
         a.x_len = x;
         a.y_len = y;
+        a.precision = c.precision;
         return a;
     };
     const mas_dtype acc = c.zt == MAS_FLOAT64 ? MAS_FLOAT64 : MAS_FLOAT32;
+    /* the tensor cores: the CPU (default precision) is no reference for values */
+    const bool tc = c.precision != MAS_PRECISION_DEFAULT && acc == MAS_FLOAT32 && tensor_cores();
     const size_t ss = dsize(acc);
 
     /* CPU */
@@ -188,7 +204,18 @@ static void run_case(const Case &c) {
               (long long)fused.item, (int)cpu.status, (long long)cpu.item);
     /* every output, fused against unfused, and against the CPU unless it
      * stopped at a bad model (it writes no outputs then) */
-    const bool with_cpu = cpu.status != MAS_ERR_BAD_MODEL;
+    const bool with_cpu = cpu.status != MAS_ERR_BAD_MODEL && !tc;
+    if (tc && cpu.status != MAS_ERR_BAD_MODEL) {
+        int64_t finite = 0, differ = 0;
+        for (int64_t b = 0; b < B; b++) {
+            float f, g;
+            memcpy(&f, fused.score.data() + b * ss, 4);
+            memcpy(&g, cpu.score.data() + b * ss, 4);
+            if (isfinite(g)) finite++, differ += f != g;
+        }
+        CHECK(finite == 0 || differ > 0, "TF32 scores equal the default precision's on all %lld items",
+              (long long)finite);
+    }
     for (const Outputs *ref : {&unfused, &cpu}) {
         if (ref == &cpu && !with_cpu) continue;
         const char *who = ref == &cpu ? "cpu" : "unfused cuda";
@@ -233,6 +260,11 @@ static void host_checks() {
     bad.params.spread.dim[2] = J + 1;
     CHECK(mas_align_gaussian_cuda(&bad, &o, w.p, ws, nullptr, nullptr) == MAS_ERR_BAD_SHAPE, "J differs");
     CHECK(mas_align_gaussian_cuda_workspace_size(&bad) == 0, "size of a bad call");
+    bad = a;
+    bad.precision = MAS_PRECISION_BF16 + 1;
+    CHECK(mas_align_gaussian_cuda(&bad, &o, w.p, ws, nullptr, nullptr) == MAS_ERR_BAD_ARGUMENT,
+          "unknown precision");
+    CHECK(mas_align_gaussian_cuda_workspace_size(&bad) == 0, "size with an unknown precision");
     bad = a;
     bad.x_len = nullptr;
     CHECK(mas_align_gaussian_cuda(&bad, &o, w.p, ws, nullptr, nullptr) == MAS_ERR_NULL_POINTER, "NULL x_len");
@@ -280,6 +312,7 @@ int main(int argc, char **argv) {
         c.ties = chance(0.5);
         c.nan_frame = chance(0.2) ? 0.3 : 0;
         c.bad_model = chance(0.1) ? 0.3 : 0;
+        c.precision = chance(0.3) ? MAS_PRECISION_TF32 : MAS_PRECISION_DEFAULT;
         run_case(c);
     }
     /* shapes of the benchmarks and the edges of the plan */
@@ -306,9 +339,16 @@ int main(int argc, char **argv) {
         {70, 100, 160, 8, MAS_FLOAT64, MAS_FLOAT64, false, false, true, 0, 0},
         {134, 64, 100, 100, MAS_FLOAT32, MAS_FLOAT32, false, false, false, 0, 0},
     };
-    for (const Case &c : fixed)
-        if (!small || c.T * c.S <= 200000) run_case(c);
-    if (!small) run_case({6, 1024, 4096, 80, MAS_FLOAT32, MAS_FLOAT32, false, false, false, 0, 0});
+    /* each in both precisions (float64: the TF32 request computes the default) */
+    for (Case c : fixed)
+        for (int32_t pr : {MAS_PRECISION_DEFAULT, MAS_PRECISION_TF32})
+            if (!small || c.T * c.S <= 200000) {
+                c.precision = pr;
+                run_case(c);
+            }
+    if (!small)
+        for (int32_t pr : {MAS_PRECISION_DEFAULT, MAS_PRECISION_TF32})
+            run_case({6, 1024, 4096, 80, MAS_FLOAT32, MAS_FLOAT32, false, false, false, 0, 0, pr});
     printf("%lld checks, %lld failed\n", (long long)g_checks, (long long)g_failures);
     return g_failures ? 1 : 0;
 }

@@ -196,6 +196,11 @@ def test_errors_worded_as_unfused(rng):
         libmas.align_gaussian(z, m[:, :2], ls, x, y)
     with pytest.raises(TypeError, match="libmas.align_gaussian: z must be float32"):
         libmas.align_gaussian(z.astype(np.int32), m, ls, x, y)
+    with pytest.raises(ValueError, match="libmas.align_gaussian: precision must be"):
+        libmas.align_gaussian(z, m, ls, x, y, precision="fp8")
+    np.testing.assert_array_equal(  # the CPU computes the default whatever is asked
+        libmas.align_gaussian(z, m, ls, x2, y, precision="tf32").indices,
+        libmas.align_gaussian(z, m, ls, x2, y).indices)
 
 
 def _cuda(torch):
@@ -229,6 +234,38 @@ def test_cuda_fused_is_exact(rng, torch, dtype, ties):
             assert torch.equal(r1.durations.cpu(), r.durations.cpu())
             assert torch.equal(r1.score.cpu(), r.score.cpu())
         assert torch.equal(r1.path().cpu(), r3.path())
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_cuda_fused_tf32_is_unfused_tf32(rng, torch, dtype):
+    """precision="tf32": the cells of gaussian_loglik(precision="tf32"), bit
+    for bit (indices, durations, score), through the op's three kernel forms
+    (short items, many 128-token slabs, 2J in slices); the TF32 scores are
+    near the float64 path score and not the default's bits (tensor cores)."""
+    _cuda(torch)
+    for b, d, t, s in ((2, 80, 30, 90), (3, 80, 300, 700), (40, 80, 260, 600), (1, 192, 70, 300)):
+        z, m, ls = (torch.tensor(a).to(getattr(torch, dtype)).cuda()
+                    for a in _tts(rng, b, d, t, s, ties=True))
+        x = torch.tensor(rng.integers(1, t + 1, size=b), device="cuda")
+        y = torch.maximum(torch.tensor(rng.integers(1, s + 1, size=b), device="cuda"), x)
+        x[0], y[0] = t, s
+        r1 = libmas.align_gaussian(z, m, ls, x, y, precision="tf32")
+        v = libmas.gaussian_loglik(z, m, ls, x, y, precision="tf32")
+        r2 = libmas.align(v, x, y)
+        assert torch.equal(r1.indices, r2.indices) and torch.equal(r1.durations, r2.durations)
+        assert torch.equal(r1.score, r2.score)
+        r0 = libmas.align_gaussian(z, m, ls, x, y)
+        assert not torch.equal(r1.score, r0.score)
+        # the TF32 path's score against the float64 cells of the same path
+        v64 = libmas.gaussian_loglik(z.double(), m.double(), ls.double(), x, y)
+        on_path = (v64 * r1.path().double()).sum(dim=(1, 2))
+        scale = v64.abs().amax() * y.double()
+        assert torch.all((on_path - r1.score.double()).abs() <= 2e-3 * scale)
+    # "bf16" computes as "tf32"; the CPU computes the default whatever is asked
+    assert torch.equal(libmas.align_gaussian(z, m, ls, x, y, precision="bf16").score, r1.score)
+    zc, mc, lc = (a.float().cpu() for a in (z, m, ls))
+    assert torch.equal(libmas.align_gaussian(zc, mc, lc, x.cpu(), y.cpu(), precision="tf32").score,
+                       libmas.align_gaussian(zc, mc, lc, x.cpu(), y.cpu()).score)
 
 
 def _captured(torch, call):

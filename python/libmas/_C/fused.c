@@ -117,19 +117,19 @@ static int prepare(fused_call *c, PyObject *const *objs, int soft, int bst, long
 }
 
 /* fused(soft, cuda, x, means, spread, spread_kind, x_len, y_len, o1, o2, o3,
- *       o4, bst, workspace, how, error_word) -> (status, item)
+ *       o4, bst, workspace, how, error_word[, precision]) -> (status, item)
  * o1..o4: path, durations, indices, score (hard) or log_z, grad_x,
  * grad_means, grad_spread (soft); None: not wanted. how: threads on the CPU,
- * the stream on CUDA. */
+ * the stream on CUDA. precision: a mas_precision (default 0). */
 PyObject *mas_py_fused(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    if (nargs != 16) {
-        PyErr_SetString(PyExc_TypeError, "fused expects 16 arguments");
+    if (nargs != 16 && nargs != 17) {
+        PyErr_SetString(PyExc_TypeError, "fused expects 16 or 17 arguments");
         return NULL;
     }
     int soft = PyObject_IsTrue(args[0]), cuda = PyObject_IsTrue(args[1]);
     int bst = PyObject_IsTrue(args[12]);
-    long kind = PyLong_AsLong(args[5]);
+    long kind = PyLong_AsLong(args[5]), precision = nargs == 17 ? PyLong_AsLong(args[16]) : 0;
     if (soft < 0 || cuda < 0 || bst < 0 || PyErr_Occurred()) return NULL;
     int32_t threads = 0;
     void *stream = NULL;
@@ -143,6 +143,7 @@ PyObject *mas_py_fused(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
         mas_py_array_release_all(c.a, F_COUNT);
         return NULL;
     }
+    c.args.precision = (int32_t)precision;
     void *work = c.a[F_WORK].data;
     size_t wsize = mas_py_array_present(&c.a[F_WORK]) ? (size_t)c.a[F_WORK].shape[0] : 0;
     uint64_t *word = (uint64_t *)c.a[F_ERROR].data;
