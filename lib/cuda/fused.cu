@@ -44,9 +44,12 @@ size_t fused_layout(const mas_gauss_align_args *args, FusedLayout *L, mas_gauss_
 /* Rows of e and coefficients a slice: all 2J (TC: 2J rounded up to
  * whole eight-row groups) when two blocks of the kernel fit a
  * multiprocessor with them, else balanced slices that do (TC: of whole
- * groups). */
-void plan_slices(int64_t J, int es, bool tc, int *rows, int *slices) {
-    const size_t budget = 110 * 1024; /* two blocks in the 228 KB of sm_80 / sm_90 */
+ * groups); never more than a block may have (smem_optin less the launch's
+ * 1 KB margin: sm_86 / sm_89 allow 99 KB, where TC's padded rows at J = 80
+ * would not fit whole). */
+void plan_slices(int64_t J, int es, bool tc, size_t smem_optin, int *rows, int *slices) {
+    size_t budget = 110 * 1024; /* two blocks in the 228 KB of sm_90 */
+    if (smem_optin > 1024 && smem_optin - 1024 < budget) budget = smem_optin - 1024;
     const size_t fixed = fused_smem(0, es, false, 2, tc);
     const size_t per_row = fused_smem(1, es, false, 2, tc) - fixed;
     const int64_t kr = tc ? tc_rows(J) : 2 * J, unit = tc ? 8 : 1;
@@ -212,7 +215,7 @@ extern "C" mas_status mas_align_gaussian_cuda(const mas_gauss_align_args *args,
      * (as mas_loglik_cuda) */
     const bool tc = args->precision != MAS_PRECISION_DEFAULT && acc == MAS_FLOAT32 &&
                     dev.cc_major >= 8;
-    plan_slices(J, es, tc, &fa.rows, &fa.slices);
+    plan_slices(J, es, tc, (size_t)dev.smem_optin, &fa.rows, &fa.slices);
     fa.item0 = 0;
     fa.ticket0 = 0;
     const size_t clear = H.group_flag - H.ring; /* rings, flags, ticket */

@@ -274,7 +274,8 @@ mas_status launch_items_tc(const LLParams &lp, const DeviceInfo *dev, cudaStream
     ItemsTcParams p;
     p.l = lp;
     p.kp = tc_rows(lp.J);
-    itc_plan_rows(p.kp, lp.J, sizeof(TX) == 4, &p.rows, &p.slices, &p.stage);
+    itc_plan_rows(p.kp, lp.J, sizeof(TX) == 4, (size_t)dev->smem_optin, &p.rows, &p.slices,
+                  &p.stage);
     p.vec = p.stage && lp.xs1 == 1 && lp.xs2 % 4 == 0 && lp.xs0 % 4 == 0 &&
             (uintptr_t)lp.x % 16 == 0;
     p.ranges = (lp.n_states + kItcStates - 1) / kItcStates;

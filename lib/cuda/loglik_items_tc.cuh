@@ -31,7 +31,8 @@ constexpr int kItcFrames = 64; /* frames a tile */
 constexpr int kItcLd = 64 + kTcPad;
 /* shared memory a block may take for two blocks a multiprocessor: 2 x
  * (113 + 1 reserved) KB of sm_90's 228 (J = 80 with its stage takes 110.3
- * KB; a budget of 110 left the stage out) */
+ * KB; a budget of 110 left the stage out). Less where a block may not
+ * have that much (sm_86 / sm_89: 99 KB). */
 constexpr size_t kItcBudget = 113 * 1024;
 
 struct ItemsTcParams {
@@ -53,16 +54,18 @@ __host__ __device__ inline size_t itc_smem(int rows, int64_t stage_j = 0) {
 
 /* Rows a slice: all KP when they fit the budget next to a stage of J rows
  * (*stage = 1), else without the stage, else balanced slices of whole
- * eight-row groups. */
-inline void itc_plan_rows(int kp, int64_t J, bool can_stage, int *rows, int *slices, int *stage) {
+ * eight-row groups. smem_optin: the most a block may have. */
+inline void itc_plan_rows(int kp, int64_t J, bool can_stage, size_t smem_optin, int *rows,
+                          int *slices, int *stage) {
+    const size_t budget = smem_optin < kItcBudget ? smem_optin : kItcBudget;
     const size_t per_row = itc_smem(1) - itc_smem(0);
-    *stage = can_stage && itc_smem(kp, J) <= kItcBudget;
-    if (*stage || itc_smem(kp) <= kItcBudget) {
+    *stage = can_stage && itc_smem(kp, J) <= budget;
+    if (*stage || itc_smem(kp) <= budget) {
         *rows = kp;
         *slices = 1;
         return;
     }
-    const int fit = (int)((kItcBudget - itc_smem(0)) / per_row) / 8 * 8;
+    const int fit = (int)((budget - itc_smem(0)) / per_row) / 8 * 8;
     const int n = (kp + fit - 1) / fit;
     *slices = n;
     *rows = ((kp + n - 1) / n + 7) / 8 * 8;
