@@ -111,12 +111,17 @@ mas_status launch_fused(FusedArgs fa, int64_t B, const DeviceInfo &dev, cudaStre
         return MAS_ERR_CUDA;
     const auto fits = [&](size_t smem) { return smem + 1024 <= (size_t)dev.smem_optin; };
     fa.stage = 0;
+    fa.vec = 0;
     if (fa.slices == 1) {
         /* the next tile's x staged in shared memory where it fits next to
-         * the rest (cp.async copies 4 or 8 bytes an element) */
+         * the rest (cp.async copies 4 or 8 bytes an element; 16 bytes, four
+         * frames, for float frames contiguous in 16-byte aligned rows) */
         const size_t stage = sizeof(TX) >= 4 ? fused_stage_smem(fa.J, (int)sizeof(TX)) : 0;
+        const bool vec = sizeof(TX) == 4 && fa.xs1 == 1 && fa.xs2 % 4 == 0 && fa.xs0 % 4 == 0 &&
+                         (uintptr_t)fa.x % 16 == 0;
         const auto staged = [&](size_t smem, FusedArgs &f) {
             f.stage = stage > 0 && fits(smem + stage);
+            f.vec = f.stage && vec;
             return f.stage ? smem + stage : smem;
         };
         FusedArgs f2 = fa;

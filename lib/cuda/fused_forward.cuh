@@ -20,7 +20,11 @@
  *      by cp.async into shared memory while the products run and only its
  *      squares are left for after them: the products no longer wait on the
  *      loads' latency (B=32 T=512 S=2048 481 -> 451 us a call, B=16 T=1024
- *      S=4096 913 -> 847; H100, 2026-11-28);
+ *      S=4096 913 -> 847; H100, 2026-11-28). Float frames contiguous and
+ *      aligned (Glow-TTS's z) come 16 bytes a copy and are squared four
+ *      frames a step (tc_cells.cuh's stage_x16 / staged_to_e, shared with
+ *      the TF32 likelihood kernel): forward 390 -> 375 us at T=512, TF32
+ *      282 -> 267 (H200, 2026-11-29);
  *   2. each compute thread computes 4 frames x 2K tokens of the tile's
  *      cells from e and the slab's coefficients (in shared memory for the
  *      whole block when they fit, else reloaded a slice at a time); in the
@@ -102,6 +106,8 @@ struct FusedArgs {
     unsigned ticket0;
     int stage; /* SPLIT, x of 4 or 8 bytes: the next tile's x comes by cp.async
                 * to fused_stage_smem more bytes of shared memory */
+    int vec;   /* with stage, float frames contiguous and 16-byte aligned rows:
+                * the copies are 16 bytes, the squares four frames a step */
 };
 
 /* Row strides of the coefficients and of e: the tensor-core form (TC)
@@ -380,7 +386,12 @@ __global__ void __launch_bounds__(fused_threads(SPLIT), SPLIT ? 1 : 2) fused_for
             const int64_t fn = f0 + kFgFrames;
             const bool next = fn <= f_last;
             if constexpr (sizeof(TX) >= 4) {
-                if (next && a.stage) {
+                if (next && a.stage && a.vec) {
+                    if constexpr (std::is_same<TX, float>::value)
+                        stage_x16((float *)x_stage, xb + fn, a.xs2, J,
+                                  (int)min((int64_t)kFgFrames, Y - fn), ct, kFgThreads);
+                    async_commit();
+                } else if (next && a.stage) {
                     for (int k = ct; k < n_e; k += kFgThreads) {
                         const int r = k / kFgFrames, f = k % kFgFrames;
                         const bool real = fn + f < Y; /* else frame fn's address, not read */
@@ -396,7 +407,10 @@ __global__ void __launch_bounds__(fused_threads(SPLIT), SPLIT ? 1 : 2) fused_for
             cells_store(acc, tl);
             asm volatile("bar.sync 1, %0;" ::"n"(kFgThreads) : "memory"); /* e is read */
             if (!next) return;
-            if (sizeof(TX) >= 4 && a.stage) {
+            if (std::is_same<TX, float>::value && a.stage && a.vec) {
+                async_wait<0>();
+                staged_to_e<TC>((float *)e_s, LDE, (const float *)x_stage, J, ct, kFgThreads);
+            } else if (sizeof(TX) >= 4 && a.stage) {
                 async_wait<0>();
                 for (int k = ct; k < n_e; k += kFgThreads) {
                     const TA v = (TA)widen(x_stage[k]);

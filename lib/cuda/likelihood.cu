@@ -287,10 +287,10 @@ mas_status launch_items_tc(const LLParams &lp, const DeviceInfo *dev, cudaStream
         if (best < 0 || span < best) {
             best = span;
             p.tpr = tpr;
-            p.runs = runs;
+            p.l.ftiles = runs;
         }
     }
-    const int64_t units = lp.B * p.ranges * p.runs;
+    const int64_t units = lp.B * p.ranges * p.l.ftiles;
     if (units == 0) return MAS_OK;
     auto kernel = loglik_items_tc<TX>;
     const size_t smem = itc_smem(p.rows, p.stage ? lp.J : 0);

@@ -20,7 +20,6 @@
 #ifndef MAS_CUDA_LOGLIK_ITEMS_TC_CUH
 #define MAS_CUDA_LOGLIK_ITEMS_TC_CUH
 
-#include "cuda/loglik_uniform.cuh" /* uni_copy16 */
 #include "cuda/tc_cells.cuh"
 
 namespace mas_cuda {
@@ -42,7 +41,7 @@ struct ItemsTcParams {
     int stage;          /* one slice and 4-byte frames: the next tile's x staged */
     int vec;            /* frames contiguous and 16-byte aligned: staged 16 bytes a copy */
     int64_t ranges;     /* ranges of kItcStates states */
-    int64_t runs, tpr;  /* runs of tpr tiles over the frames */
+    int64_t tpr;        /* tiles a run; l.ftiles: runs over the frames */
 };
 
 /* Shared memory: K [64], coefficients and e [rows][kItcLd] each, and with
@@ -77,12 +76,12 @@ __global__ void __launch_bounds__(kItcThreads, 2) loglik_items_tc(ItemsTcParams 
     float *k_s = itc_sm;                   /* [64] */
     float *c_s = k_s + kItcStates;         /* [rows][kItcLd] */
     float *e_s = c_s + p.rows * kItcLd;    /* [rows][kItcLd] */
-    TX *x_st = (TX *)(e_s + p.rows * kItcLd); /* [J][64], with p.stage */
+    float *x_st = e_s + p.rows * kItcLd; /* [J][64], with p.stage (4-byte frames) */
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int tok0 = 16 * (warp & 3), fr0 = 32 * (warp >> 2);
     const LLParams &lp = p.l;
     const int J = (int)lp.J, J2 = 2 * J;
-    const int64_t units = lp.B * p.ranges * p.runs;
+    const int64_t units = lp.B * p.ranges * lp.ftiles;
     const float *coef = (const float *)lp.coef;
     float *out = (float *)lp.out;
     const bool pairs = lp.os1 == 1 && lp.os0 % 2 == 0 && lp.os2 % 2 == 0 &&
@@ -90,18 +89,13 @@ __global__ void __launch_bounds__(kItcThreads, 2) loglik_items_tc(ItemsTcParams 
     constexpr int NB = 8; /* loads in flight a thread */
 
     for (int64_t u = blockIdx.x; u < units; u += gridDim.x) {
-        const int64_t run = u % p.runs, range = (u / p.runs) % p.ranges;
-        const int64_t b = u / (p.runs * p.ranges);
-        int64_t nl = lp.n_len ? lp.n_len[b] : lp.N, sl = lp.s_len ? lp.s_len[b] : lp.n_states;
-        if (nl < 0 || nl > lp.N || sl < 0 || sl > lp.n_states) {
-            if (run == 0 && range == 0 && tid == 0) report_error(lp.error_word, b, MAS_ERR_BAD_LENGTH);
-            nl = sl = 0;
-        }
+        /* a run of tpr tiles is ll_unit's frame tile: the same order and length checks */
+        const LLUnit w = ll_unit(lp, u, p.ranges, (int)p.tpr * kItcFrames);
+        const int64_t range = w.range, b = w.b, nl = w.nl, sl = w.sl;
         const int64_t s_a = range * kItcStates, s_b = min(lp.n_states, s_a + kItcStates);
         const int ns = (int)(min(s_b, max(sl, s_a)) - s_a); /* states computed */
         const float *coef_b = coef + b * lp.cs0;
-        const int64_t fa = run * p.tpr * kItcFrames;
-        const int64_t fb = min(lp.N, fa + p.tpr * kItcFrames);
+        const int64_t fa = w.f0, fb = w.f_end;
         const TX *xb = (const TX *)lp.x + b * lp.xs0;
 
         /* coefficient rows [r0, r0 + nr) of KP, TF32; zeros past 2J and ns */
@@ -137,14 +131,8 @@ __global__ void __launch_bounds__(kItcThreads, 2) loglik_items_tc(ItemsTcParams 
         auto stage_x = [&](int64_t f0) {
             if constexpr (sizeof(TX) == 4) {
                 const int nf = (int)max((int64_t)0, min((int64_t)kItcFrames, nl - f0));
-                if (p.vec) { /* 16 frames' pieces of 4 a dimension row */
-                    const float *src0 = (const float *)xb + f0;
-                    for (int k = tid; k < J * (kItcFrames / 4); k += kItcThreads) {
-                        const int j = k >> 4, f = 4 * (k & 15);
-                        const int bytes = 4 * max(0, min(4, nf - f));
-                        const float *src = src0 + (int64_t)j * lp.xs2 + f;
-                        uni_copy16((float *)x_st + j * kItcFrames + f, bytes ? src : src0, bytes);
-                    }
+                if (p.vec) {
+                    stage_x16(x_st, (const float *)xb + f0, lp.xs2, J, nf, tid, kItcThreads);
                 } else {
                     for (int k = tid; k < J * kItcFrames; k += kItcThreads) {
                         const int j = k / kItcFrames, f = k % kItcFrames;
@@ -156,23 +144,6 @@ __global__ void __launch_bounds__(kItcThreads, 2) loglik_items_tc(ItemsTcParams 
             }
             async_commit();
         };
-        /* the staged x and its squares into e, four frames a step */
-        auto staged_to_e = [&]() {
-            if constexpr (sizeof(TX) == 4) {
-                for (int k = tid; k < J * (kItcFrames / 4); k += kItcThreads) {
-                    const int j = k >> 4, f = 4 * (k & 15);
-                    const float4 v = *(const float4 *)((const float *)x_st + j * kItcFrames + f);
-                    const float4 r = make_float4(to_operand<true>(v.x), to_operand<true>(v.y),
-                                                 to_operand<true>(v.z), to_operand<true>(v.w));
-                    const float4 q = make_float4(
-                        to_operand<true>(ll_mul(v.x, v.x)), to_operand<true>(ll_mul(v.y, v.y)),
-                        to_operand<true>(ll_mul(v.z, v.z)), to_operand<true>(ll_mul(v.w, v.w)));
-                    *(float4 *)(e_s + j * kItcLd + f) = r;
-                    *(float4 *)(e_s + (j + J) * kItcLd + f) = q;
-                }
-            }
-        };
-
         /* this thread's two token rows of the output (tc_token: lane / 4 and 8 more) */
         float *row[2];
         bool row_live[2], row_in[2];
@@ -199,7 +170,7 @@ __global__ void __launch_bounds__(kItcThreads, 2) loglik_items_tc(ItemsTcParams 
             if (p.stage) {
                 async_wait<0>();
                 __syncthreads(); /* this tile's x is staged; the products before are done */
-                staged_to_e();
+                staged_to_e<true>(e_s, kItcLd, x_st, J, tid, kItcThreads);
                 __syncthreads(); /* e is ready, the stage free */
                 if (f0 + kItcFrames < fb) stage_x(f0 + kItcFrames);
                 tc_start(acc, k_s + tok0, lane);

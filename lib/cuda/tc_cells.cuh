@@ -22,7 +22,8 @@
 #ifndef MAS_CUDA_TC_CELLS_CUH
 #define MAS_CUDA_TC_CELLS_CUH
 
-#include "cuda/loglik_kernel.cuh" /* to_operand, mma_tf32 */
+#include "cuda/loglik_kernel.cuh"  /* to_operand, mma_tf32 */
+#include "cuda/loglik_uniform.cuh" /* uni_copy16 */
 
 namespace mas_cuda {
 
@@ -93,6 +94,39 @@ __device__ __forceinline__ void tile_e_rows(TA *e, int ld, const TX *x, int64_t 
             const int k = k0 + q * nt, rl = k / FR;
             if (k < n) e[rl * ld + k % FR] = to_operand<TC>(r0 + rl < J ? v[q] : ll_mul(v[q], v[q]));
         }
+    }
+}
+
+/* Float frames with x's frames contiguous (xs1 == 1) and every dimension
+ * row 16-byte aligned (x and xs2 multiples of four floats): a tile's x
+ * comes into a stage [J][64] by 16-byte cp.async, four frames a copy
+ * (per-element copies cost ~40 instructions an element in address
+ * arithmetic), zeros at frames >= nf, whose bytes are not read. Threads me
+ * of nt; the caller commits and waits. */
+__device__ __forceinline__ void stage_x16(float *st, const float *x, int64_t xs2, int J, int nf,
+                                          int me, int nt) {
+    for (int k = me; k < J * 16; k += nt) {
+        const int j = k >> 4, f = 4 * (k & 15);
+        const int bytes = 4 * max(0, min(4, nf - f));
+        const float *src = x + (int64_t)j * xs2 + f;
+        uni_copy16(st + j * 64 + f, bytes ? src : x, bytes);
+    }
+}
+
+/* The stage [J][64] into e (row stride lde, a multiple of four): row j
+ * its x, row J + j the squares (ll_mul), TF32 with TC, four frames a step:
+ * the values tile_e_rows writes. */
+template <bool TC>
+__device__ __forceinline__ void staged_to_e(float *e, int lde, const float *st, int J, int me,
+                                            int nt) {
+    for (int k = me; k < J * 16; k += nt) {
+        const int j = k >> 4, f = 4 * (k & 15);
+        const float4 v = *(const float4 *)(st + j * 64 + f);
+        *(float4 *)(e + j * lde + f) = make_float4(to_operand<TC>(v.x), to_operand<TC>(v.y),
+                                                   to_operand<TC>(v.z), to_operand<TC>(v.w));
+        *(float4 *)(e + (j + J) * lde + f) =
+            make_float4(to_operand<TC>(ll_mul(v.x, v.x)), to_operand<TC>(ll_mul(v.y, v.y)),
+                        to_operand<TC>(ll_mul(v.z, v.z)), to_operand<TC>(ll_mul(v.w, v.w)));
     }
 }
 
