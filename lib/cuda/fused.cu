@@ -70,8 +70,8 @@ int fused_per_sm(const DeviceInfo &dev, size_t smem) {
     size_t asked = (size_t)slot * 8192;
     if (asked + 1024 > (size_t)dev.smem_optin) asked = smem;
     int per_sm = 0;
-    if (cached_occupancy(cache, fused_forward<TX, TA, K, SPLIT, TC>, dev, slot, fused_threads(SPLIT),
-                         asked, &per_sm) != MAS_OK)
+    if (cached_occupancy(cache, fused_forward<TX, TA, K, SPLIT, TC>, dev, slot,
+                         fused_threads(SPLIT, TC), asked, &per_sm) != MAS_OK)
         return 0;
     return per_sm;
 }
@@ -84,7 +84,7 @@ mas_status launch_fused_as(FusedArgs fa, int64_t B, int64_t per_launch, size_t s
         fa.item0 = first;
         fa.ticket0 = (unsigned)(first * fa.slabs);
         fused_forward<TX, TA, K, SPLIT, TC>
-            <<<(unsigned)(n * fa.slabs), fused_threads(SPLIT), smem, s>>>(fa);
+            <<<(unsigned)(n * fa.slabs), fused_threads(SPLIT, TC), smem, s>>>(fa);
     }
     return cudaGetLastError() == cudaSuccess ? MAS_OK : MAS_ERR_CUDA;
 }
@@ -102,7 +102,10 @@ mas_status launch_fused_as(FusedArgs fa, int64_t B, int64_t per_launch, size_t s
  *    sweep warp for 128 tokens, half the hand-overs, and 4 x 8 cells a
  *    compute thread;
  *  - otherwise 64-token slabs, two blocks a multiprocessor, the sweep after
- *    the products. */
+ *    the products.
+ * The two forms with a sweep warp of its own take eleven warps in the
+ * tensor-core precision (TC), the sweep warp alone on its scheduler
+ * (fused_forward.cuh). */
 template <typename TX, typename TA, bool TC>
 mas_status launch_fused(FusedArgs fa, int64_t B, const DeviceInfo &dev, cudaStream_t s,
                         size_t ring_clear_bytes) {

@@ -79,8 +79,19 @@ namespace mas_cuda {
 __host__ __device__ constexpr int fused_tokens(int k) { return 32 * k; }
 constexpr int kFgFrames = 64;  /* a tile: two chunks */
 constexpr int kFgThreads = 256;
-/* Threads of a block: with a sweep warp of its own (SPLIT, below) one warp more */
-__host__ __device__ constexpr int fused_threads(bool split) { return kFgThreads + (split ? 32 : 0); }
+/* Threads of a block: with a sweep warp of its own (SPLIT, below) one warp
+ * more; in the tensor-core precision (TC) eleven warps, so that the sweep
+ * warp has its scheduler to itself (below). */
+__host__ __device__ constexpr int fused_threads(bool split, bool tc = false) {
+    return split && tc ? 11 * 32 : kFgThreads + (split ? 32 : 0);
+}
+/* Warps are given to the four schedulers of a multiprocessor by warp
+ * index mod 4. With a scheduler to itself (SPLIT and TC) the sweep warp is
+ * warp 0, warps 4 and 8 only pass the barriers, and warps 1, 2, 3, 5, 6,
+ * 7, 9, 10 are compute warps 0..7; else warps 1..8 are (warp - 1). */
+__device__ __forceinline__ int split_compute_warp(int w, bool solo) {
+    return solo ? (w % 4 == 0 ? -1 : w - 1 - w / 4) : w - 1;
+}
 /* Frames in the ring between two slabs: the consumer runs about a tile
  * behind and releases its progress every tile. */
 constexpr int kFgRingFrames = 256;
@@ -155,11 +166,21 @@ template <typename TA, int N> __device__ __forceinline__ void load_runs(const TA
  * and then fill e for the tile after. For one block a multiprocessor (few
  * slabs: the grid does not fill the GPU), where nothing else overlaps the
  * sweep; with two blocks a multiprocessor the other block does (session 4:
- * warp specialisation lost there). Only with all 2J rows in one slice. */
+ * warp specialisation lost there). Only with all 2J rows in one slice.
+ *
+ * SPLIT with TC: the sweep warp shares its scheduler with no compute warp
+ * (split_compute_warp). Alone on a scheduler a sweep step of 64 tokens is
+ * ~41 cycles a frame; next to two warps issuing FFMA, 207; next to one,
+ * 111 (H200, a session-18 lab). In the default precision the products,
+ * then on three schedulers, are the longer side and this lost (T=512:
+ * forward 390 -> 435 us); with the products on the tensor cores it gains:
+ * TF32 forward 71 -> 66 us at B=32 T=150 S=800, 275 -> 255 at T=512,
+ * 515 -> 465 at B=16 T=1024 S=4096 (H200, 2026-11-29). */
 template <typename TX, typename TA, int K, bool SPLIT, bool TC = false>
-__global__ void __launch_bounds__(fused_threads(SPLIT), SPLIT ? 1 : 2) fused_forward(FusedArgs a) {
+__global__ void __launch_bounds__(fused_threads(SPLIT, TC), SPLIT ? 1 : 2)
+    fused_forward(FusedArgs a) {
     static_assert(!TC || sizeof(TA) == 4, "the tensor-core form sums in float32");
-    constexpr int NT = fused_threads(SPLIT);
+    constexpr int NT = fused_threads(SPLIT, TC);
     constexpr int TOK = fused_tokens(K); /* tokens a slab */
     constexpr int LDC = fused_ldc(K, TC), LDE = fused_lde(TC);
     /* tokens a compute thread: 16 x 16 threads cover 64 frames x 32 K tokens */
@@ -226,12 +247,12 @@ __global__ void __launch_bounds__(fused_threads(SPLIT), SPLIT ? 1 : 2) fused_for
     };
 
     /* All 2J rows at once (one slice): each x is loaded once and its square
-     * written next to it, half the loads of fill_e; by threads [t0, t0 +
-     * nt) of the block. */
-    auto fill_e_whole = [&](int64_t f0, int t0, int nt) {
+     * written next to it, half the loads of fill_e; by nt threads, this one
+     * the me-th. */
+    auto fill_e_whole = [&](int64_t f0, int me, int nt) {
         constexpr int NB = 8; /* loads in flight a thread */
         const int n = J * kFgFrames;
-        for (int k0 = tid - t0; k0 < n; k0 += NB * nt) {
+        for (int k0 = me; k0 < n; k0 += NB * nt) {
             TA v[NB];
 #pragma unroll
             for (int q = 0; q < NB; q++) {
@@ -299,9 +320,11 @@ __global__ void __launch_bounds__(fused_threads(SPLIT), SPLIT ? 1 : 2) fused_for
         if (ring.out) ring.put(j0, nf, lane, top);
     };
 
-    /* the products: compute thread ct (tid, or tid - 32 with SPLIT) holds
-     * frames tf*4 + i and tokens run_token(tg, j) of the tile */
-    const int ct = SPLIT ? tid - 32 : tid, tf = ct >> 4, tg = ct & 15;
+    /* the products: compute thread ct of compute warp cw (SPLIT:
+     * split_compute_warp; none where cw < 0) holds frames tf*4 + i and
+     * tokens run_token(tg, j) of the tile */
+    const int cw = SPLIT ? split_compute_warp(warp, TC) : warp;
+    const int ct = 32 * cw + lane, tf = ct >> 4, tg = ct & 15;
     auto acc_start = [&](TA (&acc)[4][CT]) {
         TA kv[CT];
         load_runs(k_s + tg * 4, kv);
@@ -373,7 +396,7 @@ __global__ void __launch_bounds__(fused_threads(SPLIT), SPLIT ? 1 : 2) fused_for
     if constexpr (SPLIT) {
         /* the host takes this kernel only with one slice (whole) */
         const int64_t f_begin = c_first * kChunk;
-        fill_e_whole(f_begin, 0, NT);
+        fill_e_whole(f_begin, tid, NT);
         __syncthreads();
         /* warps 1..8: the first tile's cells, then e of the second. With
          * a.stage the next tile's x is on its way to shared memory (after
@@ -419,17 +442,17 @@ __global__ void __launch_bounds__(fused_threads(SPLIT), SPLIT ? 1 : 2) fused_for
                     e_s[at + J * LDE] = to_operand<TC>(ll_mul(v, v));
                 }
             } else {
-                fill_e_whole(fn, 32, kFgThreads);
+                fill_e_whole(fn, ct, kFgThreads);
             }
         };
-        if (warp != 0) compute(f_begin, tiles);
+        if (cw >= 0) compute(f_begin, tiles);
         __syncthreads();
         int t = 0;
 #pragma unroll 1
         for (int64_t f0 = f_begin; f0 <= f_last; f0 += kFgFrames, t ^= 1) {
             if (warp == 0)
                 sweep_tile(f0, tiles + t * 2 * G::BYTES);
-            else if (f0 + kFgFrames <= f_last)
+            else if (cw >= 0 && f0 + kFgFrames <= f_last)
                 compute(f0 + kFgFrames, tiles + (t ^ 1) * 2 * G::BYTES);
             __syncthreads(); /* the tile swept, the next one's cells and e ready */
         }
@@ -437,7 +460,7 @@ __global__ void __launch_bounds__(fused_threads(SPLIT), SPLIT ? 1 : 2) fused_for
         /* With one slice the next tile's e is filled by warps 1..7 while warp 0
          * sweeps (e is not read after the products), so the barrier that waits
          * for the sweep also hands the next e over. */
-        if (whole) fill_e_whole(c_first * kChunk, 0, kFgThreads);
+        if (whole) fill_e_whole(c_first * kChunk, tid, kFgThreads);
 #pragma unroll 1
         for (int64_t f0 = c_first * kChunk; f0 <= f_last; f0 += kFgFrames) {
             Acc acc;
@@ -459,7 +482,7 @@ __global__ void __launch_bounds__(fused_threads(SPLIT), SPLIT ? 1 : 2) fused_for
             if (warp == 0)
                 sweep_tile(f0, tiles);
             else if (whole && f0 + kFgFrames <= f_last)
-                fill_e_whole(f0 + kFgFrames, 32, kFgThreads - 32);
+                fill_e_whole(f0 + kFgFrames, tid - 32, kFgThreads - 32);
         }
     }
     if (warp != 0) return;
