@@ -89,7 +89,7 @@ __host__ __device__ constexpr int fused_threads(bool split, bool tc = false) {
  * index mod 4. With a scheduler to itself (SPLIT and TC) the sweep warp is
  * warp 0, warps 4 and 8 only pass the barriers, and warps 1, 2, 3, 5, 6,
  * 7, 9, 10 are compute warps 0..7; else warps 1..8 are (warp - 1). */
-__device__ __forceinline__ int split_compute_warp(int w, bool solo) {
+__host__ __device__ inline int split_compute_warp(int w, bool solo) {
     return solo ? (w % 4 == 0 ? -1 : w - 1 - w / 4) : w - 1;
 }
 /* Frames in the ring between two slabs: the consumer runs about a tile

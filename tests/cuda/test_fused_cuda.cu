@@ -33,6 +33,8 @@
 #include "test_common.h"
 #include "fused_test_data.h"
 
+#include "cuda/fused_forward.cuh" /* the split forms' warp placement */
+
 struct Case {
     int64_t B, T, S, J;
     mas_dtype zt, mt;
@@ -292,9 +294,31 @@ static void workspace_bounds() {
     CHECK(ws > 0 && ws <= 16000000, "workspace %zu bytes", ws);
 }
 
+/* The placement the split forms' speed rests on (fused_forward.cuh),
+ * without a device: warp 0 sweeps; compute warps 0..7 are one warp of the
+ * block each; in the tensor-core form none of them shares warp 0's
+ * scheduler (warp index mod 4). */
+static void warp_placement() {
+    for (int tc = 0; tc < 2; tc++) {
+        snprintf(g_case, sizeof g_case, "warp placement, tc %d", tc);
+        const int warps = mas_cuda::fused_threads(true, tc) / 32;
+        int seen[8] = {0};
+        CHECK(mas_cuda::split_compute_warp(0, tc) < 0, "warp 0 computes");
+        for (int w = 0; w < warps; w++) {
+            const int c = mas_cuda::split_compute_warp(w, tc);
+            if (c < 0) continue;
+            CHECK(c < 8, "warp %d is compute warp %d", w, c);
+            if (c < 8) seen[c]++;
+            if (tc) CHECK(w % 4 != 0, "compute warp %d on the sweep warp's scheduler", c);
+        }
+        for (int c = 0; c < 8; c++) CHECK(seen[c] == 1, "compute warp %d held by %d warps", c, seen[c]);
+    }
+}
+
 int main(int argc, char **argv) {
     bool small = false;
     workspace_bounds();
+    warp_placement();
     if (!test_start(argc, argv, &small)) return g_failures ? 1 : 0;
     host_checks();
     const mas_dtype zts[4] = {MAS_FLOAT32, MAS_FLOAT64, MAS_FLOAT16, MAS_BFLOAT16};
