@@ -120,8 +120,7 @@ mas_status launch_fused(FusedArgs fa, int64_t B, const DeviceInfo &dev, cudaStre
          * the rest (cp.async copies 4 or 8 bytes an element; 16 bytes, four
          * frames, for float frames contiguous in 16-byte aligned rows) */
         const size_t stage = sizeof(TX) >= 4 ? fused_stage_smem(fa.J, (int)sizeof(TX)) : 0;
-        const bool vec = sizeof(TX) == 4 && fa.xs1 == 1 && fa.xs2 % 4 == 0 && fa.xs0 % 4 == 0 &&
-                         (uintptr_t)fa.x % 16 == 0;
+        const bool vec = sizeof(TX) == 4 && stage_x16_ok(fa.x, fa.xs0, fa.xs1, fa.xs2);
         const auto staged = [&](size_t smem, FusedArgs &f) {
             f.stage = stage > 0 && fits(smem + stage);
             f.vec = f.stage && vec;

@@ -117,8 +117,8 @@ struct FusedArgs {
     unsigned ticket0;
     int stage; /* SPLIT, x of 4 or 8 bytes: the next tile's x comes by cp.async
                 * to fused_stage_smem more bytes of shared memory */
-    int vec;   /* with stage, float frames contiguous and 16-byte aligned rows:
-                * the copies are 16 bytes, the squares four frames a step */
+    int vec;   /* stage, and float frames that stage_x16_ok: the copies are 16
+                * bytes, the squares four frames a step */
 };
 
 /* Row strides of the coefficients and of e: the tensor-core form (TC)
@@ -409,7 +409,7 @@ __global__ void __launch_bounds__(fused_threads(SPLIT, TC), SPLIT ? 1 : 2)
             const int64_t fn = f0 + kFgFrames;
             const bool next = fn <= f_last;
             if constexpr (sizeof(TX) >= 4) {
-                if (next && a.stage && a.vec) {
+                if (next && a.vec) {
                     if constexpr (std::is_same<TX, float>::value)
                         stage_x16((float *)x_stage, xb + fn, a.xs2, J,
                                   (int)min((int64_t)kFgFrames, Y - fn), ct, kFgThreads);
@@ -430,7 +430,7 @@ __global__ void __launch_bounds__(fused_threads(SPLIT, TC), SPLIT ? 1 : 2)
             cells_store(acc, tl);
             asm volatile("bar.sync 1, %0;" ::"n"(kFgThreads) : "memory"); /* e is read */
             if (!next) return;
-            if (std::is_same<TX, float>::value && a.stage && a.vec) {
+            if (std::is_same<TX, float>::value && a.vec) {
                 async_wait<0>();
                 staged_to_e<TC>((float *)e_s, LDE, (const float *)x_stage, J, ct, kFgThreads);
             } else if (sizeof(TX) >= 4 && a.stage) {

@@ -276,8 +276,7 @@ mas_status launch_items_tc(const LLParams &lp, const DeviceInfo *dev, cudaStream
     p.kp = tc_rows(lp.J);
     itc_plan_rows(p.kp, lp.J, sizeof(TX) == 4, (size_t)dev->smem_optin, &p.rows, &p.slices,
                   &p.stage);
-    p.vec = p.stage && lp.xs1 == 1 && lp.xs2 % 4 == 0 && lp.xs0 % 4 == 0 &&
-            (uintptr_t)lp.x % 16 == 0;
+    p.vec = p.stage && stage_x16_ok(lp.x, lp.xs0, lp.xs1, lp.xs2);
     p.ranges = (lp.n_states + kItcStates - 1) / kItcStates;
     const int64_t ftiles = (lp.N + kItcFrames - 1) / kItcFrames, slots = 2 * (int64_t)dev->sms;
     int64_t best = -1;

@@ -97,12 +97,19 @@ __device__ __forceinline__ void tile_e_rows(TA *e, int ld, const TX *x, int64_t 
     }
 }
 
-/* Float frames with x's frames contiguous (xs1 == 1) and every dimension
- * row 16-byte aligned (x and xs2 multiples of four floats): a tile's x
- * comes into a stage [J][64] by 16-byte cp.async, four frames a copy
- * (per-element copies cost ~40 instructions an element in address
- * arithmetic), zeros at frames >= nf, whose bytes are not read. Threads me
- * of nt; the caller commits and waits. */
+/* Whether float frames x (strides xs0 items, xs1 frames, xs2 dimensions,
+ * in elements) can be staged by stage_x16: frames contiguous and every
+ * item's dimension rows 16-byte aligned. Tile starts are multiples of 64
+ * frames. Host code (the launch plans). */
+inline bool stage_x16_ok(const void *x, int64_t xs0, int64_t xs1, int64_t xs2) {
+    return xs1 == 1 && xs2 % 4 == 0 && xs0 % 4 == 0 && (uintptr_t)x % 16 == 0;
+}
+
+/* Float frames that stage_x16_ok: a tile's x comes into a stage [J][64] by
+ * 16-byte cp.async, four frames a copy (per-element copies cost ~40
+ * instructions an element in address arithmetic), zeros at frames >= nf,
+ * whose bytes are not read. Threads me of nt; the caller commits and
+ * waits. */
 __device__ __forceinline__ void stage_x16(float *st, const float *x, int64_t xs2, int J, int nf,
                                           int me, int nt) {
     for (int k = me; k < J * 16; k += nt) {
