@@ -18,8 +18,8 @@ using namespace mas_cuda;
 
 namespace {
 
-/* The workspace: the coefficients [model batch][2J+1][T] from the aligned
- * start, then hard MAS's regions (hard_common.cuh, with the fused sweep's
+/* The workspace: the coefficients [model batch][2J+1][T] (rows
+ * fused_coef_row(T) apart) from the aligned start, then hard MAS's regions (hard_common.cuh, with the fused sweep's
  * shorter rings): what its backtrack reads (hard_finish.h) and the rings,
  * flags and ticket. hard.total keeps the 256 bytes that align the caller's
  * pointer. */
@@ -35,7 +35,8 @@ size_t fused_layout(const mas_gauss_align_args *args, FusedLayout *L, mas_gauss_
     const int64_t B = sh->batch, T = sh->tokens, S = sh->frames, P = 2 * sh->dim + 1;
     if (mas_shape_too_big(B, T, S) || mas_shape_too_big(B, T + S, P)) return SIZE_MAX;
     const mas_dtype acc = (mas_dtype)mas_accum_dtype(args->x.dtype);
-    L->hard_at = align256((size_t)sh->model_batch * (size_t)P * (size_t)T * mas_dtype_size(acc));
+    L->hard_at = align256((size_t)sh->model_batch * (size_t)P * (size_t)fused_coef_row(T) *
+                          mas_dtype_size(acc));
     L->hard = hard_layout(B, T, S, acc, kFgRingFrames);
     L->total = L->hard_at + L->hard.total;
     return L->total;
@@ -190,8 +191,9 @@ extern "C" mas_status mas_align_gaussian_cuda(const mas_gauss_align_args *args,
     const int32_t acc = mas_accum_dtype(args->x.dtype);
     const int es = acc == MAS_FLOAT64 ? 8 : 4;
 
+    const int64_t row = fused_coef_row(T);
     const mas_tensor3 coef =
-        make_tensor3(ws, acc, sh.model_batch, 2 * J + 1, T, (2 * J + 1) * T, T, 1);
+        make_tensor3(ws, acc, sh.model_batch, 2 * J + 1, T, (2 * J + 1) * row, row, 1);
     st = mas_gauss_coef_cuda(&args->params, &coef, stream, error_word);
     if (st != MAS_OK) return st;
 
@@ -202,6 +204,7 @@ extern "C" mas_status mas_align_gaussian_cuda(const mas_gauss_align_args *args,
     fa.xs2 = view_stride(&args->x, 2);
     fa.coef = coef.data;
     fa.cs0 = sh.model_batch == 1 ? 0 : coef.stride[0];
+    fa.cs1 = row;
     fa.T = T;
     fa.S = S;
     fa.J = J;

@@ -99,8 +99,9 @@ constexpr int kFgRingFrames = 256;
 struct FusedArgs {
     const void *x;
     int64_t xs0, xs1, xs2; /* strides of x [B, S, J]: item, frame, dimension */
-    const void *coef;      /* [model batch, 2J+1, T], contiguous */
-    int64_t cs0;           /* item stride of coef (0: one model for all items) */
+    const void *coef;      /* [model batch, 2J+1, T]: tokens contiguous, rows cs1 apart */
+    int64_t cs0, cs1;      /* item stride of coef (0: one model for all items), row stride
+                            * (16-byte rows: fused_coef_row) */
     int64_t T, S, J;
     const int64_t *x_len, *y_len;
     uint32_t *bits;
@@ -120,6 +121,11 @@ struct FusedArgs {
     int vec;   /* stage, and float frames that stage_x16_ok: the copies are 16
                 * bytes, the squares four frames a step */
 };
+
+/* The coefficients' row stride for T tokens: T rounded up to 4, so that
+ * every row starts 16-byte aligned and a slab's rows come by 16-byte
+ * cp.async */
+__host__ __device__ constexpr int64_t fused_coef_row(int64_t T) { return (T + 3) / 4 * 4; }
 
 /* Row strides of the coefficients and of e: the tensor-core form (TC)
  * pads both (tc_cells.cuh) */
@@ -211,16 +217,7 @@ __global__ void __launch_bounds__(fused_threads(SPLIT, TC), SPLIT ? 1 : 2)
     const int J = (int)a.J, J2 = 2 * J;
     const int KR = TC ? tc_rows(J) : J2; /* rows of e and of the coefficients past K */
 
-    /* decision words of the frames no sweep writes: before the first chunk
-     * visited and after the last */
     const int64_t c_first = f_first / kChunk, c_last = f_last / kChunk;
-    const int64_t v_end = min(Y, (c_last + 1) * kChunk);
-    for (int m = 0; m < K; m++) {
-        const int64_t g = first_group + m, before = c_first * kChunk, after = Y - v_end;
-        if (g >= live_groups) break;
-        for (int64_t k = tid; k < before + after; k += NT)
-            item_bits[g * a.S + (k < before ? k : v_end + (k - before))] = 0u;
-    }
 
     /* the slab's coefficients: zeros past x_len (nothing read there) and
      * past 2J (TC's padding); TF32 for TC */
@@ -229,18 +226,68 @@ __global__ void __launch_bounds__(fused_threads(SPLIT, TC), SPLIT ? 1 : 2)
     auto fill_coef = [&](int r0, int nr) {
         for (int k = tid; k < nr * TOK; k += NT) {
             const int r = k / TOK, t = k % TOK;
-            const TA v = t < ntok && r0 + r < J2 ? coef[(int64_t)(1 + r0 + r) * a.T + t] : (TA)0;
+            const TA v = t < ntok && r0 + r < J2 ? coef[(int64_t)(1 + r0 + r) * a.cs1 + t] : (TA)0;
             c_s[r * LDC + t] = to_operand<TC>(v);
         }
     };
-    for (int t = tid; t < TOK; t += NT) k_s[t] = t < ntok ? coef[t] : (TA)0;
     const bool whole = a.slices == 1;
-    if (whole) fill_coef(0, KR);
+    /* One slice: K and the 2J rows by 16-byte cp.async (the zeros past
+     * x_len are the copies' fill), on their way while the item's untouched
+     * decision words are written and the first tile's x is fetched;
+     * coef_land waits for them. An element a load in a loop took a few L2
+     * round trips a thread before the first tile could start. */
+    constexpr int EPC = 16 / (int)sizeof(TA), PIECES = TOK / EPC; /* a row's copies */
+    if (whole) {
+        for (int k = tid; k < (1 + J2) * PIECES; k += NT) {
+            const int r = k / PIECES, t = k % PIECES * EPC, n = max(0, min(EPC, ntok - t));
+            TA *dst = r == 0 ? k_s + t : c_s + (r - 1) * LDC + t;
+            uni_copy16((float *)dst, (const float *)(n ? coef + (int64_t)r * a.cs1 + t : coef),
+                       n * (int)sizeof(TA));
+        }
+        async_commit();
+        for (int k = tid; k < (KR - J2) * TOK; k += NT) c_s[(J2 + k / TOK) * LDC + k % TOK] = (TA)0;
+    } else {
+        for (int t = tid; t < TOK; t += NT) k_s[t] = t < ntok ? coef[t] : (TA)0;
+    }
+    /* the thread's copies landed (the barrier after the first e fill hands
+     * them to the others), rounded to TF32 for TC */
+    auto coef_land = [&]() {
+        async_wait<0>();
+        if constexpr (TC) {
+            for (int k = tid; k < (1 + J2) * PIECES; k += NT) {
+                if (k < PIECES) continue; /* K stays float */
+                TA *p = c_s + (k / PIECES - 1) * LDC + k % PIECES * EPC;
+                for (int i = 0; i < EPC; i++) p[i] = to_operand<TC>(p[i]);
+            }
+        }
+    };
+
+    /* SPLIT with 16-byte staging: the first tile's x comes by cp.async too,
+     * next to the coefficients */
+    const TX *xb = (const TX *)a.x + b * a.xs0;
+    TX *x_stage = (TX *)(tiles + 4 * G::BYTES); /* SPLIT with a.stage: after the four chunk tiles */
+    const int64_t f_begin = c_first * kChunk;
+    if constexpr (SPLIT && std::is_same<TX, float>::value) {
+        if (a.vec) {
+            stage_x16((float *)x_stage, xb + f_begin, a.xs2, J,
+                      (int)min((int64_t)kFgFrames, Y - f_begin), tid, NT);
+            async_commit();
+        }
+    }
+
+    /* decision words of the frames no sweep writes: before the first chunk
+     * visited and after the last */
+    const int64_t v_end = min(Y, (c_last + 1) * kChunk);
+    for (int m = 0; m < K; m++) {
+        const int64_t g = first_group + m, before = c_first * kChunk, after = Y - v_end;
+        if (g >= live_groups) break;
+        for (int64_t k = tid; k < before + after; k += NT)
+            item_bits[g * a.S + (k < before ? k : v_end + (k - before))] = 0u;
+    }
 
     /* e rows [r0, r0 + nr) of the tile's frames [f0, f0 + 64): x, then its
      * squares (ll_mul, as the likelihood kernels), TF32 for TC; 0 at frames
      * >= y_len and in TC's padding rows */
-    const TX *xb = (const TX *)a.x + b * a.xs0;
     auto fill_e = [&](int64_t f0, int r0, int nr) {
         const int nf = (int)max((int64_t)0, min((int64_t)kFgFrames, Y - f0));
         tile_e_rows<TA, TX, TC>(e_s, LDE, xb + f0 * a.xs1, a.xs1, a.xs2, J, nf, r0, nr, tid, NT);
@@ -395,15 +442,17 @@ __global__ void __launch_bounds__(fused_threads(SPLIT, TC), SPLIT ? 1 : 2)
 
     if constexpr (SPLIT) {
         /* the host takes this kernel only with one slice (whole) */
-        const int64_t f_begin = c_first * kChunk;
-        fill_e_whole(f_begin, tid, NT);
+        coef_land();
+        if (std::is_same<TX, float>::value && a.vec) /* staged above by the same threads */
+            staged_to_e<TC>((float *)e_s, LDE, (const float *)x_stage, J, tid, NT);
+        else
+            fill_e_whole(f_begin, tid, NT);
         __syncthreads();
         /* warps 1..8: the first tile's cells, then e of the second. With
          * a.stage the next tile's x is on its way to shared memory (after
          * the four chunk tiles) by cp.async during the products, and only
          * its squares are left for after them; a thread reads back the
          * elements it copied, so its own wait orders them. */
-        TX *x_stage = (TX *)(tiles + 4 * G::BYTES);
         const int n_e = J * kFgFrames;
         auto compute = [&](int64_t f0, unsigned char *tl) {
             const int64_t fn = f0 + kFgFrames;
@@ -460,7 +509,10 @@ __global__ void __launch_bounds__(fused_threads(SPLIT, TC), SPLIT ? 1 : 2)
         /* With one slice the next tile's e is filled by warps 1..7 while warp 0
          * sweeps (e is not read after the products), so the barrier that waits
          * for the sweep also hands the next e over. */
-        if (whole) fill_e_whole(c_first * kChunk, tid, kFgThreads);
+        if (whole) {
+            coef_land();
+            fill_e_whole(c_first * kChunk, tid, kFgThreads);
+        }
 #pragma unroll 1
         for (int64_t f0 = c_first * kChunk; f0 <= f_last; f0 += kFgFrames) {
             Acc acc;

@@ -146,6 +146,22 @@ def _soft_table_cpu(rng, threads, repeat):
     return "\n".join(lines)
 
 
+def _host_ms(torch, fn, n):
+    """Host time a call: n calls enqueued back to back, nothing waiting on
+    the GPU inside the loop (the best of 3 loops). Where it is near the wall
+    time, the wall is the host's."""
+    best = None
+    for _ in range(3):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        dt = (time.perf_counter() - t0) / n * 1e3
+        best = dt if best is None else min(best, dt)
+    torch.cuda.synchronize()
+    return best
+
+
 def bench_cuda(args):
     """Full lengths (every item T tokens, S frames). Per call: wall time in a
     loop of back-to-back calls (the clock starts behind two queued calls),
@@ -189,23 +205,36 @@ def bench_cuda(args):
         same, same_tf32 = same_as_unfused("float32"), same_as_unfused("tf32")
         # frames whose token moved, TF32 against the default
         moved = int((fused.align_gaussian(z, m, ls, x, y).indices != tf32_call()).sum())
+        # every wall before any profiler session: after one the host is slower
+        # for a while, and at T=150, where the host's ~0.06-0.15 ms a call is
+        # near the kernels' time, the TF32 wall read 0.176 ms against 0.087 of
+        # kernels (H200, 2026-11-29)
         row = {"shape": f"B={b} T={t} S={s}", "same": same, "same_tf32": same_tf32,
                "moved": moved, "frames": b * s,
                "fused_ms": _loop_ms(torch, fused_call, n),
-               "fused_kernels": _kernels_ms(torch, fused_call, n),
-               "fused_mb": _peak_extra_mb(torch, fused_call),
                "tf32_ms": _loop_ms(torch, tf32_call, n),
-               "tf32_kernels": _kernels_ms(torch, tf32_call, n)}
+               "fused_host": _host_ms(torch, fused_call, n),
+               "tf32_host": _host_ms(torch, tf32_call, n)}
+        others = (("unfused", unfused_call), ("torch", torch_call))
+        for name, fn in others:
+            try:
+                row[name + "_ms"] = _loop_ms(torch, fn, max(3, n // 4))
+            except torch.cuda.OutOfMemoryError:
+                row[name + "_ms"] = None
+            torch.cuda.empty_cache()
+        row["fused_kernels"] = _kernels_ms(torch, fused_call, n)
+        row["tf32_kernels"] = _kernels_ms(torch, tf32_call, n)
+        row["fused_mb"] = _peak_extra_mb(torch, fused_call)
         row["tf32_kernels_ms"] = sum(row["tf32_kernels"].values())
         row["fused_kernels_ms"] = sum(row["fused_kernels"].values())
         # cells of the band: T (S - T + 1), 2 (2D + 1) flops each
         row["tflops"] = b * t * (s - t + 1) * 2 * (2 * D + 1) / row["fused_kernels_ms"] / 1e9
-        for name, fn in (("unfused", unfused_call), ("torch", torch_call)):
+        for name, fn in others:
             try:
-                row[name + "_ms"] = _loop_ms(torch, fn, max(3, n // 4))
-                row[name + "_mb"] = _peak_extra_mb(torch, fn)
+                row[name + "_mb"] = None if row[name + "_ms"] is None else \
+                    _peak_extra_mb(torch, fn)
             except torch.cuda.OutOfMemoryError:
-                row[name + "_ms"] = row[name + "_mb"] = None
+                row[name + "_mb"] = None
             torch.cuda.empty_cache()
         rows.append(row)
         del z, m, ls
@@ -216,29 +245,32 @@ def bench_cuda(args):
         return "out of memory" if v is None else fmt.format(v)
 
     lines = [f"CUDA, D={D}, float32, full lengths; per call over {n} back-to-back calls "
-             "(median of 3 loops); "
+             "(median of 3 loops; every wall before the profiler runs); host a call: the "
+             "same calls enqueued without waiting (where it nears the wall, the wall is the "
+             "host's); "
              "kernels: torch.profiler; TFLOP/s: the band's cells, 2 (2D+1) flops each, over the "
              f"fused kernels' time, against the FP32 peak ({peaks['source']})",
              "",
-             "| shape | fused wall (ms) | fused kernels (ms) | TFLOP/s | libmas logp + align (ms) "
-             "| PyTorch logp + align (ms) | fused peak extra MB | unfused / PyTorch peak MB "
-             "| same bits |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| shape | fused wall (ms) | fused kernels (ms) | host a call (ms) | TFLOP/s "
+             "| libmas logp + align (ms) | PyTorch logp + align (ms) | fused peak extra MB "
+             "| unfused / PyTorch peak MB | same bits |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(
             f"| {r['shape']} | {r['fused_ms']:.3f} | {r['fused_kernels_ms']:.3f} | "
-            f"{r['tflops']:.1f}{_peaks.percent(r['tflops'], peaks['float32'])} | "
+            f"{r['fused_host']:.3f} | {r['tflops']:.1f}{_peaks.percent(r['tflops'], peaks['float32'])} | "
             f"{cell(r['unfused_ms'], '{:.3f}')} | {cell(r['torch_ms'], '{:.3f}')} | "
             f"{r['fused_mb']:.1f} | {cell(r['unfused_mb'], '{:.0f}')} / "
             f"{cell(r['torch_mb'], '{:.0f}')} | {'yes' if r['same'] else 'NO'} |")
     lines += ["", "The same with precision=\"tf32\" (the cells on the tensor cores; same bits: "
               "against align(gaussian_loglik(precision=\"tf32\")); frames moved: frames whose "
               "token differs from the default precision's alignment):", "",
-              "| shape | fused TF32 wall (ms) | fused TF32 kernels (ms) | same bits | frames moved |",
-              "|---|---|---|---|---|"]
+              "| shape | fused TF32 wall (ms) | fused TF32 kernels (ms) | host a call (ms) "
+              "| same bits | frames moved |",
+              "|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['shape']} | {r['tf32_ms']:.3f} | {r['tf32_kernels_ms']:.3f} | "
-                     f"{'yes' if r['same_tf32'] else 'NO'} | {r['moved']} of {r['frames']} |")
+                     f"{r['tf32_host']:.3f} | {'yes' if r['same_tf32'] else 'NO'} | {r['moved']} of {r['frames']} |")
     lines.append("")
     lines.append("The fused call's kernels (ms a call, torch.profiler), float32 / TF32:")
     for r in rows:
