@@ -1,7 +1,8 @@
 """Eager PyTorch calls of ``align``, ``maximum_path``, ``forward_sum``,
-``posterior`` and the monotonic attentions (also the forwards of the
-autograd functions, and the attentions' backward) through libmas._torch,
-the C++ glue (issue 9: a call's host time at training shapes).
+``posterior``, the monotonic attentions (also the forwards of the
+autograd functions, and the attentions' backward) and ``align_gaussian``
+through libmas._torch, the C++ glue (issue 9: a call's host time at
+training shapes).
 
 The general path costs a few tens of microseconds of Python a call: output
 allocations through PyTorch's argument parser, a DLPack capsule per array,
@@ -22,7 +23,7 @@ every call take it (``python -m libmas bench --calls`` times both).
 
 import sys
 
-from . import _arrays, errors
+from . import _C, _arrays, errors
 
 ENABLED = True
 
@@ -59,17 +60,19 @@ def _frame(value):
     return frame
 
 
-def _run(fname, value, launch):
+def _run(fname, value, launch, cpu_errors=True):
     """launch(glue, stream, word) -> (outputs, (status, item)) or None, the
     glue's call. Returns (frame, outputs, pending), or None for the general
-    path (also when the glue may not take a call on value)."""
+    path (also when the glue may not take a call on value; with cpu_errors
+    False also for a CPU call that failed, for the general path to run it
+    again and word the error its own way)."""
     glue = _glue or available()
     if not glue or not ENABLED or type(value) is not _tensor:
         return None
     if not value.is_cuda:
         errors.poll()
         got = launch(glue, 0, 0)
-        if got is None:
+        if got is None or (not cpu_errors and got[1][0] != _C.OK):
             return None
         errors.raise_status(fname, *got[1])
         return _frame(value), got[0], None
@@ -129,3 +132,14 @@ def attention_backward(fname, kind, x, n, m, log_phi, grad_log_phi, threads):
                                                                   grad_log_phi, threads, stream,
                                                                   word))
     return None if got is None else got[1]
+
+
+def align_gaussian(z, mean, log_std, x_lengths, y_lengths, precision, threads):
+    """(frame, (durations, indices, score), pending) of libmas.align_gaussian, or None.
+    A CPU call that fails runs again on the general path, which words a bad
+    model's error with its token."""
+    return _run("libmas.align_gaussian", z,
+                lambda glue, stream, word: glue.align_gaussian(z, mean, log_std, x_lengths,
+                                                               y_lengths, precision, threads,
+                                                               stream, word),
+                cpu_errors=False)

@@ -26,7 +26,7 @@ cells and recomputes them for the gradients.
 
 import numpy as np
 
-from . import _arrays, _C, _dispatch, _ops, errors
+from . import _arrays, _C, _dispatch, _fast, _ops, errors
 from .hard import AlignResult, _align_core, _threads_arg
 from .likelihood import (_SPREAD_LOG_STD, _precision_arg, _swap12, _tts_checked,
                          _tts_describe, _tts_forward, gaussian_loglik)
@@ -113,6 +113,12 @@ def align_gaussian(z, mean, log_std, x_lengths=None, y_lengths=None, *, layout="
     if _ops.use_op(z):
         return _ops.align_gaussian(z, mean, log_std, x_lengths, y_lengths, bst, threads, budget,
                                    prec)
+    if budget is None:
+        fast = _fast.align_gaussian(z, mean, log_std, x_lengths, y_lengths, prec, threads)
+        if fast is not None:
+            frame, (durations, indices, score), pending = fast
+            return AlignResult(frame, durations, indices, score, int(mean.shape[2]), bst,
+                               score.dtype, pending)
     errors.poll()  # (not while tracing: the poll asks about stream capture)
     frame, z, mean, log_std, x_len, y_len = _tts_checked(fname, z, mean, log_std, x_lengths,
                                                          y_lengths)

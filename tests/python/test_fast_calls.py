@@ -307,6 +307,106 @@ def test_errors_same_wording(rng):
     assert str(fast.value) == str(slow.value) and "item 4" in str(fast.value)
 
 
+def gaussian_case(rng, device, zt, mt, shape=(5, 6, 9, 31), frame_major=False):
+    """Glow-TTS's z [B, D, S], mean and log_std [B, D, T] and lengths."""
+    B, D, T, S = shape
+    x_len, y_len = random_lengths(rng, B, T, S)
+    z = torch.from_numpy(rng.standard_normal((B, D, S))).to(zt)
+    if frame_major:  # stored [B, S, D]: the frames' values strided
+        z = z.transpose(1, 2).contiguous().transpose(1, 2)
+    mean = torch.from_numpy(rng.standard_normal((B, D, T))).to(mt)
+    log_std = torch.from_numpy(0.3 * rng.standard_normal((B, D, T))).to(mt)
+    return tuple(a.to(device) for a in (z, mean, log_std, torch.from_numpy(x_len),
+                                        torch.from_numpy(y_len)))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("zt", DTYPES)
+@pytest.mark.parametrize("mt", [torch.float32, torch.float64])
+@pytest.mark.parametrize("precision", ["float32", "tf32"])
+@pytest.mark.parametrize("frame_major", [False, True])
+def test_align_gaussian_same_as_general_path(rng, device, zt, mt, precision, frame_major):
+    from libmas.likelihood import _precision_arg
+    z, mean, log_std, x_len, y_len = gaussian_case(rng, device, zt, mt, frame_major=frame_major)
+    code = _precision_arg(precision, "test")
+    assert _fast.align_gaussian(z, mean, log_std, x_len, y_len, code, 0) is not None
+    fast = libmas.align_gaussian(z, mean, log_std, x_len, y_len, precision=precision)
+    slow = general(lambda: libmas.align_gaussian(z, mean, log_std, x_len, y_len,
+                                                 precision=precision))
+    libmas.check_errors()
+    for name in ("durations", "indices", "score"):
+        same(getattr(fast, name), getattr(slow, name))
+    same(fast.path(), slow.path())
+    # the exactness contract, through the glue: align on gaussian_loglik's cells
+    cells = libmas.gaussian_loglik(z, mean, log_std, x_len, y_len, precision=precision)
+    ref = libmas.align(cells, x_len, y_len)
+    same(fast.indices, ref.indices)
+    same(fast.score, ref.score)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_align_gaussian_general_path_takes_the_rest(rng, device):
+    z, mean, log_std, x_len, y_len = gaussian_case(rng, device, torch.float32, torch.float32)
+    S, T = z.shape[2], mean.shape[2]
+    full = general(lambda: libmas.align_gaussian(z, mean, log_std,
+                                                 torch.full_like(x_len, T),
+                                                 torch.full_like(y_len, S)))
+    got = libmas.align_gaussian(z, mean, log_std)  # no lengths: the general path's
+    same(got.indices, full.indices)
+    same(got.score, full.score)
+    assert _fast.align_gaussian(z, mean, log_std, None, None, 0, 0) is None
+    assert _fast.align_gaussian(z, mean, log_std, x_len.to(torch.int32), y_len, 0, 0) is None
+    assert _fast.align_gaussian(z, mean[:1], log_std[:1], x_len, y_len, 0, 0) is None
+    assert _fast.align_gaussian(z[:, :0], mean[:, :0], log_std[:, :0], x_len, y_len, 0,
+                                0) is None  # D = 0: the unfused path's
+    assert _fast.align_gaussian(z.to(torch.int32), mean, log_std, x_len, y_len, 0, 0) is None
+    want = general(lambda: libmas.align_gaussian(z, mean, log_std, x_len, y_len))
+    for args in ((z, mean, log_std, x_len.to(torch.int32), y_len),
+                 (torch.nn.Parameter(z), mean, log_std, x_len, y_len)):
+        got = libmas.align_gaussian(*args)
+        same(got.indices, want.indices)
+        same(got.score, want.score)
+    got = libmas.align_gaussian(z, mean, log_std, x_len, y_len, max_workspace_bytes=1 << 30)
+    same(got.indices, want.indices)
+    with pytest.raises(ValueError) as fast:
+        libmas.align_gaussian(z, mean[:1], log_std[:1], x_len, y_len)
+    with pytest.raises(ValueError) as slow:
+        general(lambda: libmas.align_gaussian(z, mean[:1], log_std[:1], x_len, y_len))
+    assert str(fast.value) == str(slow.value) and "mean must have shape" in str(fast.value)
+    libmas.check_errors()
+
+
+def test_align_gaussian_errors_same_wording(rng):
+    """A CPU call the library refuses runs again on the general path, which
+    words it (a bad model names its token)."""
+    z, mean, log_std, x_len, y_len = gaussian_case(rng, "cpu", torch.float32, torch.float32)
+    bad_mean = mean.clone()
+    bad_mean[2, 1, 3] = float("nan")
+    x_big = x_len.clone()
+    x_big[1] = mean.shape[2] + 1  # beyond T
+    x_over = x_len.clone()
+    x_over[4] = y_len[4] + 1  # x_len > y_len
+    for args, words in (((z, bad_mean, log_std, x_len, y_len), "item 2: token 3"),
+                        ((z, mean, log_std, x_big, y_len), "item 1"),
+                        ((z, mean, log_std, x_over, y_len), "item 4")):
+        with pytest.raises(ValueError) as fast:
+            libmas.align_gaussian(*args)
+        with pytest.raises(ValueError) as slow:
+            general(lambda: libmas.align_gaussian(*args))
+        assert str(fast.value) == str(slow.value) and words in str(fast.value)
+
+
+@needs_cuda
+def test_align_gaussian_cuda_errors_are_lazy_and_named(rng):
+    z, mean, log_std, x_len, y_len = gaussian_case(rng, "cuda", torch.float32, torch.float32)
+    libmas.check_errors()
+    x_len[3] = y_len[3] + 1
+    assert _fast.align_gaussian(z, mean, log_std, x_len, y_len, 0, 0) is not None
+    with pytest.raises(ValueError, match=r"libmas\.align_gaussian on cuda:\d+ .*item 3"):
+        libmas.check_errors()
+    libmas.check_errors()  # reported once
+
+
 def test_glue_of_another_pytorch_is_not_used(rng, monkeypatch):
     """A glue built against another PyTorch version is never called: every
     call takes the general path, with the same results."""

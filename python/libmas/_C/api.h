@@ -36,6 +36,10 @@ typedef struct mas_py_api {
     MAS_PY_API_ENTRY(forward_sum_cuda);
     MAS_PY_API_ENTRY(attention_backward_cpu);
     MAS_PY_API_ENTRY(attention_backward_cuda);
+    MAS_PY_API_ENTRY(align_gaussian_cpu_workspace_size);
+    MAS_PY_API_ENTRY(align_gaussian_cpu);
+    MAS_PY_API_ENTRY(align_gaussian_cuda_workspace_size);
+    MAS_PY_API_ENTRY(align_gaussian_cuda);
 } mas_py_api;
 
 #endif

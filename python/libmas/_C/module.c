@@ -113,6 +113,10 @@ static const mas_py_api api_table = {
     .forward_sum_cuda = mas_forward_sum_cuda,
     .attention_backward_cpu = mas_attention_backward_cpu,
     .attention_backward_cuda = mas_attention_backward_cuda,
+    .align_gaussian_cpu_workspace_size = mas_align_gaussian_cpu_workspace_size,
+    .align_gaussian_cpu = mas_align_gaussian_cpu,
+    .align_gaussian_cuda_workspace_size = mas_align_gaussian_cuda_workspace_size,
+    .align_gaussian_cuda = mas_align_gaussian_cuda,
 };
 
 static int add_int(PyObject *m, const char *name, long value) {

@@ -1,6 +1,6 @@
 // libmas._torch: eager PyTorch calls of align, maximum_path, forward_sum
-// (and posterior) and the monotonic attentions (forward and backward)
-// without the Python between them and the library (issue 9).
+// (and posterior), the monotonic attentions (forward and backward) and
+// align_gaussian without the Python between them and the library (issue 9).
 //
 // A small call's host time was mostly Python: three torch.empty through
 // PyTorch's argument parser, a DLPack capsule per array, the module's
@@ -442,6 +442,74 @@ PyObject *attention_backward(PyObject *, PyObject *const *args, Py_ssize_t nargs
     return Py_BuildValue("(NN)", THPVariable_Wrap(a.out), status_item(st, err));
 }
 
+// align_gaussian(z, mean, log_std, x_len, y_len, precision, threads, stream, word)
+//   -> ((durations, indices, score), (status, item)) or None.
+// Glow-TTS's channel-first z [B, D, S] and mean, log_std [B, D, T] (any
+// float dtypes, one device; both lengths given), seen by the library with
+// the last two axes swapped (x [B, S, D], means [B, T, D]: mas.h section 8).
+// Its host time was mostly the general path's Python (0.06-0.17 ms a call
+// on the H200 machines, about the TF32 kernels' 0.087 ms at B=32 T=150
+// S=800: results/fused-gpu-h100.md, session 19).
+PyObject *align_gaussian(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
+    if (!check_nargs(nargs, 9, "align_gaussian")) return nullptr;
+    const at::Tensor *z = tensor_of(args[0]), *mean = tensor_of(args[1]),
+                     *log_std = tensor_of(args[2]);
+    if (z == nullptr || mean == nullptr || log_std == nullptr || z->dim() != 3 ||
+        mean->dim() != 3 || log_std->sizes() != mean->sizes())
+        Py_RETURN_NONE;
+    const int zc = value_code(*z), mc = value_code(*mean), lc = value_code(*log_std);
+    const bool cuda = z->is_cuda();
+    if (zc < 0 || mc < 0 || lc < 0 || (!cuda && !z->device().is_cpu()) ||
+        mean->device() != z->device() || log_std->device() != z->device())
+        Py_RETURN_NONE;
+    const int64_t B = z->size(0), D = z->size(1), S = z->size(2), T = mean->size(2);
+    if (B < 1 || D < 1 || S < 1 || T < 1 || mean->size(0) != B || mean->size(1) != D)
+        Py_RETURN_NONE;
+    const long precision = PyLong_AsLong(args[5]), threads = PyLong_AsLong(args[6]);
+    void *stream = PyLong_AsVoidPtr(args[7]);
+    uint64_t *word = static_cast<uint64_t *>(PyLong_AsVoidPtr(args[8]));
+    if (PyErr_Occurred()) return nullptr;
+    mas_gauss_align_args a{};
+    if (!lengths_of(args[3], *z, false, &a.x_len) || !lengths_of(args[4], *z, false, &a.y_len))
+        Py_RETURN_NONE;
+    a.x = view_of(*z, zc, true);
+    a.params.means = view_of(*mean, mc, true);
+    a.params.spread = view_of(*log_std, lc, true);
+    a.params.spread_kind = MAS_SPREAD_LOG_STD;
+    a.precision = static_cast<int32_t>(precision);
+    const size_t bytes = cuda ? api->align_gaussian_cuda_workspace_size(&a)
+                              : api->align_gaussian_cpu_workspace_size(
+                                    &a, static_cast<int32_t>(threads));
+    if (bytes == 0 || bytes == SIZE_MAX) Py_RETURN_NONE; // the general path words it
+    const int64_t at_indices = round256(B * T * 4), at_score = at_indices + round256(B * S * 4);
+    const bool f64 = zc == MAS_FLOAT64;
+    at::Tensor outs, work;
+    if (!allocated([&] {
+            outs = bytes_like(at_score + B * (f64 ? 8 : 4), *z);
+            work = workspace(bytes, *z);
+        }))
+        Py_RETURN_NONE;
+    at::Tensor durations = part(outs, 0, at::kInt, {B, T});
+    at::Tensor indices = part(outs, at_indices, at::kInt, {B, S});
+    at::Tensor score = part(outs, at_score, f64 ? at::kDouble : at::kFloat, {B});
+    mas_hard_outputs out{};
+    out.durations = durations.mutable_data_ptr<int32_t>();
+    out.durations_stride = T;
+    out.indices = indices.mutable_data_ptr<int32_t>();
+    out.indices_stride = S;
+    out.score = score.mutable_data_ptr();
+    void *w = work.mutable_data_ptr();
+    mas_error err = {0, 0, -1};
+    const mas_status st = without_gil([&] {
+        return cuda ? api->align_gaussian_cuda(&a, &out, w, bytes, stream, word)
+                    : api->align_gaussian_cpu(&a, &out, w, bytes, static_cast<int32_t>(threads),
+                                              &err);
+    });
+    if (cuda && st != MAS_OK) Py_RETURN_NONE;
+    return Py_BuildValue("((NNN)N)", THPVariable_Wrap(durations), THPVariable_Wrap(indices),
+                         THPVariable_Wrap(score), status_item(st, err));
+}
+
 PyMethodDef methods[] = {
     {"align", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(align)),
      METH_FASTCALL, "align(value, x_len, y_len, bst, threads, stream, word)"},
@@ -458,6 +526,10 @@ PyMethodDef methods[] = {
      METH_FASTCALL,
      "attention_backward(kind, logits, n_len, m_len, log_phi, grad_log_phi, threads, stream, "
      "word)"},
+    {"align_gaussian",
+     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(align_gaussian)),
+     METH_FASTCALL,
+     "align_gaussian(z, mean, log_std, x_len, y_len, precision, threads, stream, word)"},
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "libmas._torch",
