@@ -222,6 +222,41 @@ bool check_nargs(Py_ssize_t nargs, Py_ssize_t want, const char *name) {
     return false;
 }
 
+// The outputs of align and align_gaussian: durations [B, T], indices [B, S]
+// and score [B] (float64 or float32) from one allocation, as the library's
+// mas_hard_outputs; with want_work also a workspace of `bytes`. False when
+// an allocation threw.
+struct HardResult {
+    at::Tensor durations, indices, score, work;
+    mas_hard_outputs out{};
+};
+
+bool hard_result(const at::Tensor &like, int64_t B, int64_t T, int64_t S, bool f64,
+                 bool want_work, size_t bytes, HardResult *r) {
+    const int64_t at_indices = round256(B * T * 4), at_score = at_indices + round256(B * S * 4);
+    at::Tensor outs;
+    if (!allocated([&] {
+            outs = bytes_like(at_score + B * (f64 ? 8 : 4), like);
+            if (want_work) r->work = workspace(bytes, like);
+        }))
+        return false;
+    r->durations = part(outs, 0, at::kInt, {B, T});
+    r->indices = part(outs, at_indices, at::kInt, {B, S});
+    r->score = part(outs, at_score, f64 ? at::kDouble : at::kFloat, {B});
+    r->out.durations = r->durations.mutable_data_ptr<int32_t>();
+    r->out.durations_stride = T;
+    r->out.indices = r->indices.mutable_data_ptr<int32_t>();
+    r->out.indices_stride = S;
+    r->out.score = r->score.mutable_data_ptr();
+    return true;
+}
+
+// ((durations, indices, score), (status, item))
+PyObject *hard_result_tuple(const HardResult &r, mas_status st, const mas_error &err) {
+    return Py_BuildValue("((NNN)N)", THPVariable_Wrap(r.durations), THPVariable_Wrap(r.indices),
+                         THPVariable_Wrap(r.score), status_item(st, err));
+}
+
 // align(value, x_len, y_len, bst, threads, stream, word)
 //   -> ((durations, indices, score), (status, item)) or None
 PyObject *align(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
@@ -235,39 +270,25 @@ PyObject *align(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
     const mas_dtype dt = static_cast<mas_dtype>(c.code);
     const size_t bytes = c.cuda ? api->hard_cuda_workspace_size(B, T, S, dt)
                                 : api->hard_cpu_workspace_size(B, T, S, dt, c.threads);
-    // durations, indices and score in one allocation; on CUDA no workspace
-    // first (none is read when each item runs in one block), then one
-    const int64_t at_indices = round256(B * T * 4), at_score = at_indices + round256(B * S * 4);
-    const bool f64 = c.code == MAS_FLOAT64;
-    at::Tensor outs, work;
-    if (!allocated([&] {
-            outs = bytes_like(at_score + B * (f64 ? 8 : 4), *c.value);
-            if (!c.cuda) work = workspace(bytes, *c.value);
-        }))
+    // on CUDA no workspace first (none is read when each item runs in one
+    // block), then one
+    HardResult r;
+    if (!hard_result(*c.value, B, T, S, c.code == MAS_FLOAT64, !c.cuda, bytes, &r))
         Py_RETURN_NONE;
-    at::Tensor durations = part(outs, 0, at::kInt, {B, T});
-    at::Tensor indices = part(outs, at_indices, at::kInt, {B, S});
-    at::Tensor score = part(outs, at_score, f64 ? at::kDouble : at::kFloat, {B});
-    mas_hard_outputs out{};
-    out.durations = durations.mutable_data_ptr<int32_t>();
-    out.durations_stride = T;
-    out.indices = indices.mutable_data_ptr<int32_t>();
-    out.indices_stride = S;
-    out.score = score.mutable_data_ptr();
+    const mas_hard_outputs &out = r.out;
     mas_error err = {0, 0, -1};
     mas_status st;
     if (c.cuda) {
-        if (!bare_first(bytes, *c.value, &work, &st, [&](void *w, size_t n) {
+        if (!bare_first(bytes, *c.value, &r.work, &st, [&](void *w, size_t n) {
                 return api->hard_cuda(&c.view, x_len, y_len, &out, w, n, c.stream, c.word);
             }) || st != MAS_OK)
             Py_RETURN_NONE;
     } else {
-        void *w = work.mutable_data_ptr();
+        void *w = r.work.mutable_data_ptr();
         st = without_gil(
             [&] { return api->hard_cpu(&c.view, x_len, y_len, &out, w, bytes, c.threads, &err); });
     }
-    return Py_BuildValue("((NNN)N)", THPVariable_Wrap(durations), THPVariable_Wrap(indices),
-                         THPVariable_Wrap(score), status_item(st, err));
+    return hard_result_tuple(r, st, err);
 }
 
 // maximum_path(value, mask, bst, threads, stream, word) -> (path, (status, item)) or None.
@@ -481,33 +502,17 @@ PyObject *align_gaussian(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
                               : api->align_gaussian_cpu_workspace_size(
                                     &a, static_cast<int32_t>(threads));
     if (bytes == 0 || bytes == SIZE_MAX) Py_RETURN_NONE; // the general path words it
-    const int64_t at_indices = round256(B * T * 4), at_score = at_indices + round256(B * S * 4);
-    const bool f64 = zc == MAS_FLOAT64;
-    at::Tensor outs, work;
-    if (!allocated([&] {
-            outs = bytes_like(at_score + B * (f64 ? 8 : 4), *z);
-            work = workspace(bytes, *z);
-        }))
-        Py_RETURN_NONE;
-    at::Tensor durations = part(outs, 0, at::kInt, {B, T});
-    at::Tensor indices = part(outs, at_indices, at::kInt, {B, S});
-    at::Tensor score = part(outs, at_score, f64 ? at::kDouble : at::kFloat, {B});
-    mas_hard_outputs out{};
-    out.durations = durations.mutable_data_ptr<int32_t>();
-    out.durations_stride = T;
-    out.indices = indices.mutable_data_ptr<int32_t>();
-    out.indices_stride = S;
-    out.score = score.mutable_data_ptr();
-    void *w = work.mutable_data_ptr();
+    HardResult r;
+    if (!hard_result(*z, B, T, S, zc == MAS_FLOAT64, true, bytes, &r)) Py_RETURN_NONE;
+    void *w = r.work.mutable_data_ptr();
     mas_error err = {0, 0, -1};
     const mas_status st = without_gil([&] {
-        return cuda ? api->align_gaussian_cuda(&a, &out, w, bytes, stream, word)
-                    : api->align_gaussian_cpu(&a, &out, w, bytes, static_cast<int32_t>(threads),
-                                              &err);
+        return cuda ? api->align_gaussian_cuda(&a, &r.out, w, bytes, stream, word)
+                    : api->align_gaussian_cpu(&a, &r.out, w, bytes,
+                                              static_cast<int32_t>(threads), &err);
     });
     if (cuda && st != MAS_OK) Py_RETURN_NONE;
-    return Py_BuildValue("((NNN)N)", THPVariable_Wrap(durations), THPVariable_Wrap(indices),
-                         THPVariable_Wrap(score), status_item(st, err));
+    return hard_result_tuple(r, st, err);
 }
 
 PyMethodDef methods[] = {
