@@ -19,10 +19,10 @@ using namespace mas_cuda;
 namespace {
 
 /* The workspace: the coefficients [model batch][2J+1][T] (rows
- * fused_coef_row(T) apart) from the aligned start, then hard MAS's regions (hard_common.cuh, with the fused sweep's
- * shorter rings): what its backtrack reads (hard_finish.h) and the rings,
- * flags and ticket. hard.total keeps the 256 bytes that align the caller's
- * pointer. */
+ * fused_coef_row(T) apart) from the aligned start, then hard MAS's regions
+ * (hard_common.cuh, with the fused sweep's shorter rings): what its
+ * backtrack reads (hard_finish.h) and the rings, flags and ticket.
+ * hard.total keeps the 256 bytes that align the caller's pointer. */
 struct FusedLayout {
     size_t hard_at;
     HardLayout hard;
