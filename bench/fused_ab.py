@@ -11,31 +11,18 @@ enqueued without waiting: where it nears the wall, the wall is the host's),
 whether the result is the unfused path's bit for bit, and a hash of the
 indices and scores (equal on both sides when a change keeps the bits);
 then each kernel's time a call (torch.profiler). Uses only what both sides'
-packages have. Nothing here is a test."""
+packages have: the base must be at or after 85d89a3 (bench_fused's
+_host_ms). Nothing here is a test."""
 
 import hashlib
 import os
-import time
 
 import numpy as np
 import torch
 
 from libmas import fused, hard, likelihood
-from libmas.bench_fused import _inputs
+from libmas.bench_fused import _host_ms, _inputs
 from libmas.bench_topology_cuda import _kernels_ms, _loop_ms
-
-
-def host_ms(fn, n):
-    best = None
-    for _ in range(3):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        dt = (time.perf_counter() - t0) / n * 1e3
-        best = dt if best is None else min(best, dt)
-    torch.cuda.synchronize()
-    return best
 
 
 def main():
@@ -55,7 +42,7 @@ def main():
                 return fused.align_gaussian(z, m, ls, x, y, precision=prec).indices
             calls[(b, t, s, prec)] = f
             wall = min(_loop_ms(torch, f, n) for _ in range(3))
-            host = host_ms(f, n)
+            host = _host_ms(torch, f, n)
             r = fused.align_gaussian(z, m, ls, x, y, precision=prec)
             r2 = hard.align(likelihood.gaussian_loglik(z, m, ls, x, y, precision=prec), x, y)
             same = bool(torch.equal(r.indices, r2.indices) and torch.equal(r.score, r2.score))

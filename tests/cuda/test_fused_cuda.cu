@@ -279,13 +279,14 @@ static void host_checks() {
 }
 
 /* Issue 11's memory bound from the size function alone (no device): the
- * coefficients [B, 2D+1, T] (rows padded to 4 tokens), at most B T S / 8
- * bytes of decision bits, and O(B (T + S)) for rings, flags, scores and the backtrack's runs (64 bytes
- * a token or frame covers them and the bits' rounding to 32-token words). */
+ * coefficients [B, 2D+1, T] (rows fused_coef_row(T) apart), at most B T S /
+ * 8 bytes of decision bits, and O(B (T + S)) for rings, flags, scores and
+ * the backtrack's runs (64 bytes a token or frame covers them and the bits'
+ * rounding to 32-token words). */
 static void workspace_bounds() {
     check_workspaces("align_gaussian", mas_align_gaussian_cuda_workspace_size,
                      [](int64_t B, int64_t T, int64_t S, int64_t J) {
-                         const double coef = 4.0 * B * (2 * J + 1) * ((T + 3) / 4 * 4),
+                         const double coef = 4.0 * B * (2 * J + 1) * mas_cuda::fused_coef_row(T),
                                       bits = (double)B * T * S / 8;
                          return coef + bits + 64.0 * B * (T + S) + 16384;
                      });
