@@ -33,7 +33,7 @@ set -u -o pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/local/cuda/bin"
 R=$PWD
-B=${MAS_GPU_BUILD:-build-gpu-one}
+B=$(realpath -m "${MAS_GPU_BUILD:-build-gpu-one}") # absolute: steps cd elsewhere
 LOGS=${OUT:-$B/logs}
 ARCH=${MAS_CUDA_ARCH:-90}
 mkdir -p "$LOGS" "$B/replay"
@@ -51,7 +51,7 @@ full_set() {
 # module, logged to bench_WHAT.log, its table to the summary
 bench_py() {
   local log="$LOGS/bench_${1#--}.log" # bench_likelihood.log, bench_topology.log
-  (cd /tmp && PYTHONPATH="$R/$PKG" timeout 300 python3 -m libmas bench "$@") >"$log" 2>&1 || fail=1
+  (cd /tmp && PYTHONPATH="$PKG" timeout 300 python3 -m libmas bench "$@") >"$log" 2>&1 || fail=1
   grep -E "^\||TFLOP|peak" "$log" | tee -a "$LOGS/summary.log"
 }
 
@@ -140,7 +140,7 @@ files=()
 for f in ${PYTESTS:-tests/python/test_fused.py tests/python/test_longform.py tests/python/test_topology_cuda.py}; do
   files+=("$R/$f")
 done
-(cd /tmp && LIBMAS_EXPECT_GLUE=${LIBMAS_EXPECT_GLUE:-1} PYTHONPATH="$R/$PKG" timeout 200 python3 -m pytest -q -x -p no:cacheprovider \
+(cd /tmp && LIBMAS_EXPECT_GLUE=${LIBMAS_EXPECT_GLUE:-1} PYTHONPATH="$PKG" timeout 200 python3 -m pytest -q -x -p no:cacheprovider \
   "${files[@]}") >"$LOGS/pytest.log" 2>&1 || fail=1
 if grep -q "failed" "$LOGS/pytest.log"; then
   grep -E "^E |^[^ ]*\.py:[0-9]+: |^FAILED|seed" "$LOGS/pytest.log" | head -40 | tee -a "$LOGS/summary.log"
@@ -148,10 +148,10 @@ fi
 tail -3 "$LOGS/pytest.log" | tee -a "$LOGS/summary.log"
 if [ "${MAS_CALLS:-0}" = 1 ]; then
   step "4. bench --calls and profile_calls"
-  (cd /tmp && PYTHONPATH="$R/$PKG" timeout 300 python3 -m libmas bench --device cuda --calls) \
+  (cd /tmp && PYTHONPATH="$PKG" timeout 300 python3 -m libmas bench --device cuda --calls) \
     >"$LOGS/calls.log" 2>&1 || fail=1
   grep -E "^\|" "$LOGS/calls.log" | tee -a "$LOGS/summary.log"
-  (cd /tmp && PYTHONPATH="$R/$PKG" timeout 120 python3 "$R/bench/profile_calls.py" --calls 1000) \
+  (cd /tmp && PYTHONPATH="$PKG" timeout 120 python3 "$R/bench/profile_calls.py" --calls 1000) \
     >"$LOGS/profile_calls.log" 2>&1 || fail=1
 fi
 if [ "${TOPO_BENCH:-0}" = 1 ]; then
@@ -182,7 +182,7 @@ if [ "${FUSED_BENCH:-0}" = 1 ]; then
   full_set test_fused_forward_sum_cuda
   bench_py --fused --device cuda
   if [ -n "${FUSED_EXAMPLE:-}" ]; then
-    (cd /tmp && PYTHONPATH="$R/$PKG" timeout 200 python3 "$R/examples/glow_tts_step.py" \
+    (cd /tmp && PYTHONPATH="$PKG" timeout 200 python3 "$R/examples/glow_tts_step.py" \
       --device cuda $FUSED_EXAMPLE) >"$LOGS/glow_tts_step.log" 2>&1 || fail=1
     grep -E "^\||same|Glow" "$LOGS/glow_tts_step.log" | tee -a "$LOGS/summary.log"
   fi
@@ -197,7 +197,7 @@ if [ "${PROFILE_FUSED:-0}" = 1 ]; then
 fi
 if [ "${SPEECH:-0}" = 1 ]; then
   step "7. the speech example on the GPU"
-  PYTHONPATH="$R/$PKG" timeout 540 python3 examples/speech/run.py --device cuda --no-plots \
+  PYTHONPATH="$PKG" timeout 540 python3 examples/speech/run.py --device cuda --no-plots \
     --out "$LOGS/speech" ${SPEECH_ARGS:-} >"$LOGS/speech.log" 2>&1 || fail=1
   grep -E "^\||training utterances|dropped|Error|error" "$LOGS/speech.log" | tee -a "$LOGS/summary.log"
 fi

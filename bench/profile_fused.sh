@@ -8,7 +8,7 @@
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/local/cuda/bin"
-BUILD=${1:-build-gpu-one}
+BUILD=$(realpath -m "${1:-build-gpu-one}")
 export SHAPE=${SHAPE:-32 512 2048}
 R=$PWD
 cat >"$BUILD/fused_calls.py" <<'PY'
@@ -24,12 +24,12 @@ for _ in range(4):
     libmas.align_gaussian(z, mean, log_std, x, y)
 torch.cuda.synchronize()
 PY
-KERNEL=fused_forward
+KERNEL=${KERNEL:-fused_forward}
 . bench/ncu_metrics.sh
 M=$STALL_METRICS
 M="$M,smsp__inst_executed.sum,sm__cycles_elapsed.avg,gpu__time_duration.sum"
 M="$M,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"
 M="$M,smsp__warps_active.avg.per_cycle_active,smsp__issue_active.avg.pct_of_peak_sustained_active"
-TOP=${TOP:-40} ncu_python_kernel "$KERNEL" "$R/$BUILD/pkg" "$R/$BUILD/fused_calls.py" \
-  "$R/$BUILD/fused_sass.csv" "$M"
-if [ -n "${OUT:-}" ]; then cp "$R/$BUILD/fused_sass.csv" "$OUT/fused_sass_${SHAPE// /_}.csv"; fi
+TOP=${TOP:-40} ncu_python_kernel "$KERNEL" "$BUILD/pkg" "$BUILD/fused_calls.py" \
+  "$BUILD/fused_sass.csv" "$M"
+if [ -n "${OUT:-}" ]; then cp "$BUILD/fused_sass.csv" "$OUT/fused_sass_${SHAPE// /_}.csv"; fi

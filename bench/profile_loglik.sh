@@ -12,7 +12,7 @@
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/local/cuda/bin"
-BUILD=${1:-build-gpu-one}
+BUILD=$(realpath -m "${1:-build-gpu-one}")
 R=$PWD
 cat >"$BUILD/gmm_calls.py" <<'PY'
 import os, torch, libmas
@@ -41,4 +41,4 @@ M="$M,smsp__inst_executed.sum,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_p
 M="$M,sm__cycles_elapsed.avg,gpu__time_duration.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"
 M="$M,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed"
 M="$M,sm__warps_active.avg.pct_of_peak_sustained_active,lts__t_sectors_op_write.sum"
-ncu_python_kernel "$KERNEL" "$R/$BUILD/pkg" "$R/$BUILD/gmm_calls.py" "$R/$BUILD/gmm_sass.csv" "$M"
+ncu_python_kernel "$KERNEL" "$BUILD/pkg" "$BUILD/gmm_calls.py" "$BUILD/gmm_sass.csv" "$M"

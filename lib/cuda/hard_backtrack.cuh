@@ -156,6 +156,77 @@ __device__ __forceinline__ void walk_pair(const uint32_t *st, WalkLane p0, WalkL
     }
 }
 
+/* The item's status (the status given before, the length rules, the
+ * forward's NaN/+inf flags, a finite path; a warp: lane 0-31) and, when
+ * MAS_OK, its final score. */
+__device__ __forceinline__ int backtrack_status(const BacktrackArgs &a, int64_t b, int64_t X,
+                                                int64_t Y, int lane, double *final_score) {
+    const double score = a.final_score[b]; /* in flight with the flags' loads */
+    const int pre = a.item_status ? a.item_status[b] : MAS_OK;
+    int status = pre != MAS_OK ? pre : length_status(X, Y, a.T, a.S);
+    *final_score = 0;
+    if (status == MAS_OK) {
+        int bad = 0;
+        for (int64_t g = lane; g < (X + 31) / 32; g += 32) bad |= a.group_flag[b * a.groups + g];
+        if (__any_sync(kFullMask, bad)) {
+            status = MAS_ERR_NONFINITE_VALUE;
+        } else {
+            *final_score = score;
+            if (score == -(double)INFINITY) status = MAS_ERR_NO_FINITE_PATH;
+        }
+    }
+    return status;
+}
+
+/* The outputs of item b that do not come from its path, by n threads (this
+ * one is k of them): for a failed item (status not MAS_OK) the error word,
+ * a score of -inf and every output empty; else the score and the frames
+ * past y_len. */
+__device__ __forceinline__ void backtrack_outputs_off_path(const BacktrackArgs &a, int64_t b,
+                                                           int64_t Y, int status,
+                                                           double final_score, int k, int n) {
+    int32_t *ft = a.frame_token + b * a.S;
+    int32_t *idx_out = a.indices ? a.indices + b * a.indices_stride : nullptr;
+    if (k == 0 && status != MAS_OK && a.error_word)
+        atomicMin(a.error_word, ((unsigned long long)b << 8) | (unsigned long long)status);
+    if (k == 0 && a.score) {
+        const double v = status == MAS_OK ? final_score : -(double)INFINITY;
+        if (a.score_f64) ((double *)a.score)[b] = v;
+        else ((float *)a.score)[b] = (float)v;
+    }
+    for (int64_t j = (status == MAS_OK ? Y : 0) + k; j < a.S; j += n) {
+        ft[j] = -1;
+        if (idx_out) idx_out[j] = -1;
+    }
+    if (status == MAS_OK) return;
+    int32_t *dur_out = a.durations ? a.durations + b * a.durations_stride : nullptr;
+    for (int64_t i = k; i < a.T; i += n) {
+        a.run_begin[b * a.T + i] = 0;
+        a.run_end[b * a.T + i] = 0;
+        if (dur_out) dur_out[i] = 0;
+    }
+}
+
+/* Durations and run ends from the run begins the walk left (n threads,
+ * this one k; every thread's run begins visible to all). */
+__device__ __forceinline__ void backtrack_runs(const BacktrackArgs &a, int64_t b, int64_t X,
+                                               int64_t Y, int k, int n) {
+    int32_t *rb = a.run_begin + b * a.T;
+    int32_t *re = a.run_end + b * a.T;
+    int32_t *dur_out = a.durations ? a.durations + b * a.durations_stride : nullptr;
+    for (int64_t i = k; i < a.T; i += n) {
+        int32_t d = 0, e = 0;
+        if (i < X) {
+            e = i + 1 < X ? rb[i + 1] : (int32_t)Y;
+            d = e - rb[i];
+        } else {
+            rb[i] = 0;
+        }
+        re[i] = e;
+        if (dur_out) dur_out[i] = d;
+    }
+}
+
 /* Warps a block, one an item (hard_finish launches it so). One: each item's
  * warp has a multiprocessor to itself (4 a block were ~5% slower). */
 constexpr int kBacktrackWarps = 1;
@@ -167,53 +238,15 @@ __global__ void __launch_bounds__(32 * kBacktrackWarps) hard_backtrack(Backtrack
     uint32_t *const st = staged[threadIdx.x >> 5];
     const int64_t b = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
     if (b >= a.B) return;
-    const int64_t T = a.T, S = a.S;
+    const int64_t S = a.S;
     const int64_t X = a.x_len[b], Y = a.y_len[b];
-    const int pre = a.item_status ? a.item_status[b] : MAS_OK;
-    int status = pre != MAS_OK ? pre : length_status(X, Y, T, S);
-    double final_score = 0;
-    if (status == MAS_OK) {
-        int bad = 0;
-        for (int64_t g = lane; g < (X + 31) / 32; g += 32) bad |= a.group_flag[b * a.groups + g];
-        if (__any_sync(kFullMask, bad)) {
-            status = MAS_ERR_NONFINITE_VALUE;
-        } else {
-            final_score = a.final_score[b];
-            if (final_score == -(double)INFINITY) status = MAS_ERR_NO_FINITE_PATH;
-        }
-    }
+    double final_score;
+    const int status = backtrack_status(a, b, X, Y, lane, &final_score);
+    backtrack_outputs_off_path(a, b, Y, status, final_score, lane, 32);
+    if (status != MAS_OK) return;
     int32_t *ft = a.frame_token + b * S;
-    int32_t *rb = a.run_begin + b * T;
-    int32_t *re = a.run_end + b * T;
+    int32_t *rb = a.run_begin + b * a.T;
     int32_t *idx_out = a.indices ? a.indices + b * a.indices_stride : nullptr;
-    int32_t *dur_out = a.durations ? a.durations + b * a.durations_stride : nullptr;
-
-    if (status != MAS_OK) {
-        if (lane == 0 && a.error_word)
-            atomicMin(a.error_word, ((unsigned long long)b << 8) | (unsigned long long)status);
-        if (lane == 0 && a.score) {
-            if (a.score_f64) ((double *)a.score)[b] = -(double)INFINITY;
-            else ((float *)a.score)[b] = -INFINITY;
-        }
-        for (int64_t j = lane; j < S; j += 32) {
-            ft[j] = -1;
-            if (idx_out) idx_out[j] = -1;
-        }
-        for (int64_t i = lane; i < T; i += 32) {
-            rb[i] = 0;
-            re[i] = 0;
-            if (dur_out) dur_out[i] = 0;
-        }
-        return;
-    }
-    if (lane == 0 && a.score) {
-        if (a.score_f64) ((double *)a.score)[b] = final_score;
-        else ((float *)a.score)[b] = (float)final_score;
-    }
-    for (int64_t j = Y + lane; j < S; j += 32) {
-        ft[j] = -1;
-        if (idx_out) idx_out[j] = -1;
-    }
 
     const uint32_t *item_bits = a.bits + (size_t)b * a.groups * S;
     const int live = (int)((X + 31) / 32);
@@ -272,17 +305,7 @@ __global__ void __launch_bounds__(32 * kBacktrackWarps) hard_backtrack(Backtrack
         cur_rows = next_rows;
     }
     __syncwarp();
-    for (int64_t i = lane; i < T; i += 32) {
-        int32_t d = 0, e = 0;
-        if (i < X) {
-            e = i + 1 < X ? rb[i + 1] : (int32_t)Y;
-            d = e - rb[i];
-        } else {
-            rb[i] = 0;
-        }
-        re[i] = e;
-        if (dur_out) dur_out[i] = d;
-    }
+    backtrack_runs(a, b, X, Y, lane, 32);
 }
 
 } // namespace mas_cuda

@@ -1,8 +1,8 @@
 /* Hard MAS on CUDA: host entry points. Checks what the host can check,
  * plans the launch from the shape and the device, and enqueues on the
  * caller's stream: the forward sweep (hard_forward; a memset of its rings
- * and flags first when an item spans several blocks),
- * the backtrack (hard_backtrack) and, when wanted, the dense path
+ * and flags first when an item spans several blocks), the backtrack
+ * (hard_backtrack_block or hard_backtrack) and, when wanted, the dense path
  * (hard_path). No synchronisation and no allocation, so the call can be
  * captured into a CUDA graph; value-dependent errors go to the device error
  * word. */
@@ -10,7 +10,7 @@
 
 #include "common/checks.h"
 #include "cuda/device_cache.cuh"
-#include "cuda/hard_backtrack.cuh"
+#include "cuda/hard_backtrack_block.cuh"
 #include "cuda/hard_common.cuh"
 #include "cuda/hard_finish.h"
 #include "cuda/hard_forward.cuh"
@@ -280,8 +280,17 @@ mas_status hard_finish(const HardLayout &L, unsigned char *ws, int64_t B, int64_
     ba.score = out->score;
     ba.score_f64 = score_f64;
     ba.error_word = (unsigned long long *)error_word;
-    hard_backtrack<<<(unsigned)((B + kBacktrackWarps - 1) / kBacktrackWarps),
-                     32 * kBacktrackWarps, 0, s>>>(ba);
+    /* a block an item where the item's words and its windows' moves fit in
+     * 96 KB of shared memory (T=150 S=800: 35 KB; T=256 S=1024: 70 KB); else
+     * a warp an item */
+    static KernelCache block_cache;
+    const size_t smem = backtrack_block_smem(L.groups, S);
+    if (smem <= 96 * 1024 && smem + 1024 <= (size_t)dev.smem_optin &&
+        ensure_smem(block_cache, hard_backtrack_block, dev, smem) == MAS_OK)
+        hard_backtrack_block<<<(unsigned)B, 32 * kBlockWarps, smem, s>>>(ba);
+    else
+        hard_backtrack<<<(unsigned)((B + kBacktrackWarps - 1) / kBacktrackWarps),
+                         32 * kBacktrackWarps, 0, s>>>(ba);
     if (out->path.data) {
         mas_status st = launch_path(&out->path, B, T, S, ba.frame_token, ba.run_begin,
                                     ba.run_end, dev, s);

@@ -1,0 +1,174 @@
+/* Backtrack of hard MAS on CUDA for items whose decision words fit in shared
+ * memory: a block per item, every window walked from every token at once,
+ * then the chain from window to window by one thread.
+ *
+ * hard_backtrack's warp walks window i from the 32 tokens it can start at,
+ * which needs where window i-1 started: a chain of ~730 instructions a pair
+ * of windows at ~0.35 a cycle (14.6 us at B=32 T=150 S=800, H200), on one
+ * warp of a multiprocessor. Here the item's words are copied to shared
+ * memory with the rules that do not come from the bits folded in (a token
+ * equal to its frame must move, token 0 never moves, nothing moves at or
+ * past y_len), and the block's warps walk every window of 32 frames
+ * [32i, 32i + 31] from every token below x_len, two windows side by side a
+ * warp, keeping each start's moves (bit k: moved at the window's k-th frame
+ * from the top). What is left in a line is a shared load and a popc a
+ * window: top(i-1) = top(i) - popc(moves of window i from top(i)), top(i)
+ * the path's token at frame 32i + 31 (x_len - 1 for the window holding
+ * y_len - 1: no moves past it). The outputs then come from every thread, a
+ * frame each.
+ *
+ * A lane's start s = 32g + lane walks the word of tokens [s - 31, s]: a
+ * funnel shift of rows g - 1 and g (row -1 is zeros), whose frames, 16
+ * bytes a load, are the same for the warp's lanes.
+ *
+ * The work is (x_len/32) x (y_len/32) windows on one multiprocessor instead
+ * of y_len/31 on one warp, so hard_finish takes this form only for items
+ * small enough (backtrack_block_smem). */
+#ifndef MAS_CUDA_HARD_BACKTRACK_BLOCK_CUH
+#define MAS_CUDA_HARD_BACKTRACK_BLOCK_CUH
+
+#include "cuda/hard_backtrack.cuh"
+
+namespace mas_cuda {
+
+constexpr int kBlockWarps = 32;
+
+/* Frames of a row in shared memory: whole windows. */
+__host__ __device__ __forceinline__ int64_t backtrack_block_row(int64_t S) {
+    return (S + 31) / 32 * 32;
+}
+
+/* Dynamic shared memory of hard_backtrack_block, bytes: the item's words
+ * [1 + groups][row] (row -1 first), the moves [windows][groups * 32] of
+ * every start of every window, the path's token at each window's top. */
+static inline size_t backtrack_block_smem(int64_t groups, int64_t S) {
+    const int64_t row = backtrack_block_row(S), windows = row / 32;
+    return (size_t)((1 + groups) * row + windows * groups * 32 + windows) * 4;
+}
+
+/* Window i's walks from every lane's start in rows g - 1 and g (lo, hi:
+ * the window's first frame of each), two windows side by side: the moves
+ * of each lane's start. */
+__device__ __forceinline__ void block_walk_pair(const uint32_t *lo0, const uint32_t *hi0,
+                                                const uint32_t *lo1, const uint32_t *hi1,
+                                                int lane, uint32_t &mv0, uint32_t &mv1) {
+    const unsigned shift = (unsigned)lane + 1u; /* lane 31: 32, row g itself */
+    uint32_t m0 = 1u << 31, m1 = 1u << 31;
+    mv0 = mv1 = 0u;
+#pragma unroll
+    for (int q = 7; q >= 0; --q) {
+        const uint4 a0 = *reinterpret_cast<const uint4 *>(lo0 + 4 * q);
+        const uint4 b0 = *reinterpret_cast<const uint4 *>(hi0 + 4 * q);
+        const uint4 a1 = *reinterpret_cast<const uint4 *>(lo1 + 4 * q);
+        const uint4 b1 = *reinterpret_cast<const uint4 *>(hi1 + 4 * q);
+        const uint32_t l0[4] = {a0.x, a0.y, a0.z, a0.w}, h0[4] = {b0.x, b0.y, b0.z, b0.w};
+        const uint32_t l1[4] = {a1.x, a1.y, a1.z, a1.w}, h1[4] = {b1.x, b1.y, b1.z, b1.w};
+#pragma unroll
+        for (int e = 3; e >= 0; --e) {
+            const uint32_t bit = 1u << (31 - 4 * q - e); /* frame 4q + e is step 31 - 4q - e */
+            walk_step(m0, mv0, __funnelshift_rc(l0[e], h0[e], shift), bit);
+            walk_step(m1, mv1, __funnelshift_rc(l1[e], h1[e], shift), bit);
+        }
+    }
+}
+
+/* Indices in int: hard_finish takes this form only for items whose words
+ * fit in shared memory. */
+__global__ void __launch_bounds__(32 * kBlockWarps) hard_backtrack_block(BacktrackArgs a) {
+    extern __shared__ __align__(16) uint32_t bt_smem[];
+    __shared__ int item_status;
+    __shared__ double item_score;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, threads = blockDim.x;
+    const int64_t b = blockIdx.x;
+    const int S = (int)a.S, row = (int)backtrack_block_row(a.S), tp = (int)a.groups * 32;
+    const int64_t X64 = a.x_len[b], Y64 = a.y_len[b];
+    uint32_t *const words = bt_smem + row; /* row g at words + g * row; row -1 before */
+    uint32_t *const moves = words + (int)a.groups * row;
+    int *const tops = (int *)(moves + row / 32 * tp);
+
+    /* the item's words of its groups below x_len, frames below y_len (16
+     * bytes a copy where rows are 16-byte aligned), in flight during the
+     * item's checks */
+    const bool lengths_ok = length_status(X64, Y64, a.T, a.S) == MAS_OK;
+    const int X = lengths_ok ? (int)X64 : 0, Y = lengths_ok ? (int)Y64 : 0;
+    const int live = (X + 31) / 32, windows = (Y + 31) / 32;
+    const uint32_t *src = a.bits + (size_t)b * a.groups * a.S;
+    if ((S & 3) == 0) {
+        for (int r = 0; r < live; ++r)
+            for (int q = 4 * tid; q < Y; q += 4 * threads)
+                copy16_async(words + r * row + q, src + (int64_t)r * S + q);
+    } else {
+        for (int r = 0; r < live; ++r)
+            for (int q = tid; q < Y; q += threads)
+                copy_elem_async(words + r * row + q, src + (int64_t)r * S + q, true);
+    }
+    async_commit();
+    if (warp == 0) {
+        double score;
+        const int status = backtrack_status(a, b, X64, Y64, lane, &score);
+        if (lane == 0) {
+            item_status = status;
+            item_score = score;
+        }
+    }
+    async_wait<0>();
+    __syncthreads();
+    const int status = item_status;
+    backtrack_outputs_off_path(a, b, Y64, status, item_score, tid, threads);
+    if (status != MAS_OK) return;
+
+    /* the rules folded in: row -1 zeros; frames at or past y_len zeros (the
+     * walk from x_len - 1 at the top window's first frame stays there until
+     * y_len - 1); the token equal to the frame moves; token 0 never */
+    for (int r = -1; r < live; ++r)
+        for (int f = tid; f < 32 * windows; f += threads) {
+            uint32_t w = r >= 0 && f < Y ? words[r * row + f] : 0u;
+            const int d = f - 32 * r;
+            if (r >= 0 && d >= 0 && d < 32) w |= 1u << d;
+            if (r == 0) w &= ~1u;
+            words[r * row + f] = w;
+        }
+    __syncthreads();
+
+    const int tasks = windows * live;
+    for (int t0 = 2 * warp; t0 < tasks; t0 += 2 * kBlockWarps) {
+        const int t1 = t0 + 1 < tasks ? t0 + 1 : t0;
+        const int i0 = t0 / live, i1 = t1 / live;
+        const int g0 = t0 - i0 * live, g1 = t1 - i1 * live;
+        const uint32_t *lo0 = words + (g0 - 1) * row + 32 * i0;
+        const uint32_t *lo1 = words + (g1 - 1) * row + 32 * i1;
+        uint32_t mv0, mv1;
+        block_walk_pair(lo0, lo0 + row, lo1, lo1 + row, lane, mv0, mv1);
+        moves[i0 * tp + 32 * g0 + lane] = mv0;
+        moves[i1 * tp + 32 * g1 + lane] = mv1; /* the same words when t1 == t0 */
+    }
+    __syncthreads();
+
+    if (tid == 0) { /* the chain: each window's top from the one above */
+        int top = X - 1;
+        for (int i = windows - 1; i >= 0; --i) {
+            tops[i] = top;
+            top -= __popc(moves[i * tp + top]);
+        }
+    }
+    __syncthreads();
+
+    int32_t *ft = a.frame_token + b * a.S;
+    int32_t *rb = a.run_begin + b * a.T;
+    int32_t *idx_out = a.indices ? a.indices + b * a.indices_stride : nullptr;
+    for (int f = tid; f < Y; f += threads) {
+        const int i = f >> 5, k = 31 - (f & 31); /* the window's k-th frame from its top */
+        const int top = tops[i];
+        const uint32_t mv = moves[i * tp + top];
+        const int tok = top - __popc(mv & ((1u << k) - 1u));
+        ft[f] = tok;
+        if (idx_out) idx_out[f] = tok;
+        if (f == 0 || (mv >> k & 1u)) rb[tok] = f;
+    }
+    __syncthreads();
+    backtrack_runs(a, b, X64, Y64, tid, threads);
+}
+
+} // namespace mas_cuda
+
+#endif
