@@ -5,13 +5,15 @@
  * in its launcher), and was slower than the committed
  * lib/cuda/hard_backtrack_block.cuh (15.1 / 33.8 / 56.6 us at B=32 T=150,
  * B=32 T=512, B=16 T=1024). bench/lab/backtrack_cluster_emulate.cpp runs its
- * phases on the host, sequentially, and agrees with the reference on
- * random bits for every cluster size: the fault is in what the emulation
- * does not model (compilation, or the order of shared and global memory
- * between threads and blocks). To bisect it: take the committed kernel,
- * add only the reversed words and walk; then only the split and `below`;
- * then clusters. It needs `int cluster;` in BacktrackArgs and this
- * launcher in hard_mas.cu:
+ * phases on the host and agrees with the reference for every cluster size.
+ * The fault, found in the PTX after the device time was spent: nvcc gave
+ * walk_step_left's bit (1 on the first step) the register of m (also 1 on
+ * the first step), and the asm shifted m before it read the bit (2 of the
+ * 126 steps; fixed below, not yet run on a GPU). Why it was slow is open:
+ * one block a multiprocessor (54 registers x 1024 threads), so its
+ * clusters may not all fit in one wave (cudaOccupancyMaxActiveClusters).
+ * It needs `int cluster;` in BacktrackArgs and this launcher in
+ * hard_mas.cu:
  *
  *   int c = 1;  // most = dev.cc_major >= 9 ? kMaxCluster : 1
  *   while (c < most && B * 2 * c <= dev.sms) c *= 2;
@@ -109,11 +111,16 @@ __device__ __forceinline__ int cluster_load(const int *p, int rank) {
 }
 
 /* One frame of a walk on bit-reversed words: a move is the current token's
- * bit; then the one-hot m moves left (bit j: token start - j). */
+ * bit; then the one-hot m moves left (bit j: token start - j). The move's
+ * bit is recorded before m is written: nvcc may give an input the register
+ * of an in/out operand holding the same value, and on the first step m and
+ * the bit are both 1 (that was this kernel's fault in session 20: the first
+ * step's move was recorded as bit 1, which moved a window's top frame to
+ * the next token and left run begins unwritten). */
 __device__ __forceinline__ void walk_step_left(uint32_t &m, uint32_t &mv, uint32_t w, uint32_t bit) {
     asm("{\n\t.reg .pred p;\n\t.reg .b32 t;\n\t"
         "and.b32 t, %0, %2;\n\tsetp.ne.u32 p, t, 0;\n\t"
-        "@p shl.b32 %0, %0, 1;\n\t@p or.b32 %1, %1, %3;\n\t}"
+        "@p or.b32 %1, %1, %3;\n\t@p shl.b32 %0, %0, 1;\n\t}"
         : "+r"(m), "+r"(mv)
         : "r"(w), "r"(bit));
 }
