@@ -1,9 +1,10 @@
-/* Host emulation of bench/lab/backtrack_cluster.cuh, phase by phase (each
+/* Host emulation of the kernel of bench/lab/backtrack_cluster.patch, phase by phase (each
  * block's copy, fold, walks and `below`, then each block's chain through
  * the blocks above and its frames' tokens), against the plain backtrack
  * (the rules of mas.h: a token equal to its frame moves, token 0 never) on
  * random decision words, for clusters of 1, 2, 4 and 8 blocks. It passes
- * (session 20): the lab kernel's fault is not in its method.
+ * (session 20): the lab kernel's fault was not in its method (it was an
+ * inline-asm register sharing; the patch's header).
  *   g++ -O2 -std=c++17 bench/lab/backtrack_cluster_emulate.cpp -o /tmp/e && /tmp/e [seed] */
 #include <algorithm>
 #include <cstdint>
