@@ -33,18 +33,7 @@ namespace mas_cuda {
 
 constexpr int kBlockWarps = 32;
 
-/* Frames of a row in shared memory: whole windows. */
-__host__ __device__ __forceinline__ int64_t backtrack_block_row(int64_t S) {
-    return (S + 31) / 32 * 32;
-}
-
-/* Dynamic shared memory of hard_backtrack_block, bytes: the item's words
- * [1 + groups][row] (row -1 first), the moves [windows][groups * 32] of
- * every start of every window, the path's token at each window's top. */
-static inline size_t backtrack_block_smem(int64_t groups, int64_t S) {
-    const int64_t row = backtrack_block_row(S), windows = row / 32;
-    return (size_t)((1 + groups) * row + windows * groups * 32 + windows) * 4;
-}
+/* Its shared memory: backtrack_block_smem (hard_common.cuh). */
 
 /* Window i's walks from every lane's start in rows g - 1 and g (lo, hi:
  * the window's first frame of each), two windows side by side: the moves

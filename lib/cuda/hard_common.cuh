@@ -250,6 +250,21 @@ static inline HardLayout hard_layout(int64_t B, int64_t T, int64_t S, mas_dtype 
     return L;
 }
 
+/* hard_backtrack_block (hard_backtrack_block.cuh): frames of a row of its
+ * shared memory (whole windows of 32), its dynamic shared memory in bytes
+ * (the item's words [1 + groups][row], row -1 first; the moves
+ * [windows][groups * 32] of every start of every window; the path's token
+ * at each window's top), and the most hard_finish gives it (else the warp
+ * an item of hard_backtrack). */
+__host__ __device__ __forceinline__ int64_t backtrack_block_row(int64_t S) {
+    return (S + 31) / 32 * 32;
+}
+static inline size_t backtrack_block_smem(int64_t groups, int64_t S) {
+    const int64_t row = backtrack_block_row(S), windows = row / 32;
+    return (size_t)((1 + groups) * row + windows * groups * 32 + windows) * 4;
+}
+constexpr size_t kBacktrackBlockSmem = 96 * 1024;
+
 /* Running maximum that keeps NaN (and +inf, the largest value): checking the
  * cells for NaN/+inf costs one instruction a cell. */
 __device__ __forceinline__ float guard_max(float g, float v) {

@@ -285,7 +285,7 @@ mas_status hard_finish(const HardLayout &L, unsigned char *ws, int64_t B, int64_
      * a warp an item */
     static KernelCache block_cache;
     const size_t smem = backtrack_block_smem(L.groups, S);
-    if (smem <= 96 * 1024 && smem + 1024 <= (size_t)dev.smem_optin &&
+    if (smem <= kBacktrackBlockSmem && smem + 1024 <= (size_t)dev.smem_optin &&
         ensure_smem(block_cache, hard_backtrack_block, dev, smem) == MAS_OK)
         hard_backtrack_block<<<(unsigned)B, 32 * kBlockWarps, smem, s>>>(ba);
     else

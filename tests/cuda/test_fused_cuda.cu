@@ -317,10 +317,27 @@ static void warp_placement() {
     }
 }
 
+/* hard_finish's two backtracks (hard_mas.cu): the block form's shared
+ * memory, by hand at B=32 T=150 S=800 ((6 x 800 + 25 x 160 + 25) words),
+ * within its bound at the benchmarks' short rows; over it at T=512 S=2048
+ * and for this file's warp-form case. */
+static void backtrack_forms() {
+    snprintf(g_case, sizeof g_case, "backtrack forms");
+    const auto smem = [](int64_t T, int64_t S) {
+        return mas_cuda::backtrack_block_smem((T + 31) / 32, S);
+    };
+    CHECK(smem(150, 800) == 35300, "T=150 S=800: %zu bytes", smem(150, 800));
+    CHECK(smem(150, 800) <= mas_cuda::kBacktrackBlockSmem, "T=150 S=800 takes the warp form");
+    CHECK(smem(256, 1024) <= mas_cuda::kBacktrackBlockSmem, "T=256 S=1024 takes the warp form");
+    CHECK(smem(512, 2048) > mas_cuda::kBacktrackBlockSmem, "T=512 S=2048 takes the block form");
+    CHECK(smem(600, 700) > mas_cuda::kBacktrackBlockSmem, "the warp-form case takes the block form");
+}
+
 int main(int argc, char **argv) {
     bool small = false;
     workspace_bounds();
     warp_placement();
+    backtrack_forms();
     if (!test_start(argc, argv, &small)) return g_failures ? 1 : 0;
     host_checks();
     const mas_dtype zts[4] = {MAS_FLOAT32, MAS_FLOAT64, MAS_FLOAT16, MAS_BFLOAT16};
@@ -374,7 +391,7 @@ int main(int argc, char **argv) {
             }
     /* the backtrack a warp an item (hard_mas.cu's hard_finish: this item's
      * words and windows' moves would take 107 KB of shared memory, over the
-     * block form's 96 KB), in the short set too */
+     * block form's 96 KB; backtrack_forms), in the short set too */
     run_case({2, 600, 700, 8, MAS_FLOAT32, MAS_FLOAT32, false, false, true, 0.2, 0});
     if (!small)
         for (int32_t pr : {MAS_PRECISION_DEFAULT, MAS_PRECISION_TF32})
