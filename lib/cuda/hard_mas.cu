@@ -281,8 +281,8 @@ mas_status hard_finish(const HardLayout &L, unsigned char *ws, int64_t B, int64_
     ba.score_f64 = score_f64;
     ba.error_word = (unsigned long long *)error_word;
     /* a block an item where the item's words and its windows' moves fit in
-     * 96 KB of shared memory (T=150 S=800: 35 KB; T=256 S=1024: 70 KB); else
-     * a warp an item */
+     * kBacktrackBlockSmem (T=150 S=800: 35 KB; T=256 S=1024: 70 KB); else a
+     * warp an item */
     static KernelCache block_cache;
     const size_t smem = backtrack_block_smem(L.groups, S);
     if (smem <= kBacktrackBlockSmem && smem + 1024 <= (size_t)dev.smem_optin &&
