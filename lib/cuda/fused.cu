@@ -1,14 +1,17 @@
 /* Fused Gaussian alignment on CUDA (mas.h section 8): host entry points.
- * Hard MAS: the tokens' coefficients (mas_gauss_coef_cuda, the bits
- * gaussian_loglik uses) into the workspace, the fused forward sweep
- * (fused_forward.cuh; a memset of its rings, flags and ticket first when an
- * item spans several blocks), then hard MAS's backtrack and outputs
- * (hard_finish.h). No synchronisation and no allocation. The forward-sum
- * is in fused_forward_sum.cu. */
+ * Hard MAS: the tokens' coefficients (mas_gauss_coef_cuda's kernel, the
+ * bits gaussian_loglik uses) into the workspace, its blocks also zeroing
+ * the sweep's rings, flags and ticket when an item spans several blocks;
+ * the fused forward sweep (fused_forward.cuh); then hard MAS's backtrack
+ * and outputs (hard_finish.h). The sweep and the backtrack are dependent
+ * launches (dependent_launch.cuh). No synchronisation and no allocation.
+ * The forward-sum is in fused_forward_sum.cu. */
 #include <cuda_runtime.h>
 
 #include "common/checks.h"
 #include "cpu/parallel.h" /* mas_shape_too_big */
+#include "cuda/coef_launch.h"
+#include "cuda/dependent_launch.cuh"
 #include "cuda/device_cache.cuh"
 #include "cuda/fused_forward.cuh"
 #include "cuda/hard_finish.h"
@@ -79,15 +82,17 @@ int fused_per_sm(const DeviceInfo &dev, size_t smem) {
 
 template <typename TX, typename TA, int K, bool SPLIT, bool TC>
 mas_status launch_fused_as(FusedArgs fa, int64_t B, int64_t per_launch, size_t smem,
-                           cudaStream_t s) {
+                           const DeviceInfo &dev, cudaStream_t s) {
     for (int64_t first = 0; first < B; first += per_launch) {
         const int64_t n = B - first < per_launch ? B - first : per_launch;
         fa.item0 = first;
         fa.ticket0 = (unsigned)(first * fa.slabs);
-        fused_forward<TX, TA, K, SPLIT, TC>
-            <<<(unsigned)(n * fa.slabs), fused_threads(SPLIT, TC), smem, s>>>(fa);
+        if (launch_dependent(dev.cc_major, fused_forward<TX, TA, K, SPLIT, TC>,
+                             dim3((unsigned)(n * fa.slabs)), dim3(fused_threads(SPLIT, TC)), smem,
+                             s, fa) != cudaSuccess)
+            return MAS_ERR_CUDA;
     }
-    return cudaGetLastError() == cudaSuccess ? MAS_OK : MAS_ERR_CUDA;
+    return MAS_OK;
 }
 
 /* Which kernel: with all 2J rows in one slice,
@@ -108,11 +113,8 @@ mas_status launch_fused_as(FusedArgs fa, int64_t B, int64_t per_launch, size_t s
  * tensor-core precision (TC), the sweep warp alone on its scheduler
  * (fused_forward.cuh). */
 template <typename TX, typename TA, bool TC>
-mas_status launch_fused(FusedArgs fa, int64_t B, const DeviceInfo &dev, cudaStream_t s,
-                        size_t ring_clear_bytes) {
+mas_status launch_fused(FusedArgs fa, int64_t B, const DeviceInfo &dev, cudaStream_t s) {
     const int es = (int)sizeof(TA);
-    if (fa.slabs > 1 && cudaMemsetAsync(fa.ring, 0, ring_clear_bytes, s) != cudaSuccess)
-        return MAS_ERR_CUDA;
     const auto fits = [&](size_t smem) { return smem + 1024 <= (size_t)dev.smem_optin; };
     fa.stage = 0;
     fa.vec = 0;
@@ -131,7 +133,7 @@ mas_status launch_fused(FusedArgs fa, int64_t B, const DeviceInfo &dev, cudaStre
         const size_t smem_split = staged(fused_smem(fa.rows, es, true, 2, TC), f2);
         if (B * fa.slabs <= dev.sms && fits(smem_split) &&
             fused_per_sm<TX, TA, 2, true, TC>(dev, smem_split) >= 1)
-            return launch_fused_as<TX, TA, 2, true, TC>(f2, B, B, smem_split, s);
+            return launch_fused_as<TX, TA, 2, true, TC>(f2, B, B, smem_split, dev, s);
         if constexpr (sizeof(TA) == 4) {
             FusedArgs f4 = fa;
             const size_t smem4 = staged(fused_smem(fa.rows, es, true, 4, TC), f4);
@@ -145,7 +147,7 @@ mas_status launch_fused(FusedArgs fa, int64_t B, const DeviceInfo &dev, cudaStre
                 5 * B * slabs4 >= 3 * (int64_t)dev.sms) {
                 f4.slabs = (int)slabs4;
                 const int64_t per_launch = slabs4 == 1 ? B : (int64_t)per_sm4 * dev.sms / slabs4;
-                return launch_fused_as<TX, TA, 4, true, TC>(f4, B, per_launch, smem4, s);
+                return launch_fused_as<TX, TA, 4, true, TC>(f4, B, per_launch, smem4, dev, s);
             }
         }
     }
@@ -156,7 +158,7 @@ mas_status launch_fused(FusedArgs fa, int64_t B, const DeviceInfo &dev, cudaStre
     const int64_t resident = (int64_t)per_sm * dev.sms;
     if (fa.slabs > resident) return MAS_ERR_BAD_ARGUMENT;
     const int64_t per_launch = fa.slabs == 1 ? B : resident / fa.slabs;
-    return launch_fused_as<TX, TA, 2, false, TC>(fa, B, per_launch, smem, s);
+    return launch_fused_as<TX, TA, 2, false, TC>(fa, B, per_launch, smem, dev, s);
 }
 
 } // namespace
@@ -194,9 +196,6 @@ extern "C" mas_status mas_align_gaussian_cuda(const mas_gauss_align_args *args,
     const int64_t row = fused_coef_row(T);
     const mas_tensor3 coef =
         make_tensor3(ws, acc, sh.model_batch, 2 * J + 1, T, (2 * J + 1) * row, row, 1);
-    st = mas_gauss_coef_cuda(&args->params, &coef, stream, error_word);
-    if (st != MAS_OK) return st;
-
     FusedArgs fa;
     fa.x = args->x.data;
     fa.xs0 = view_stride(&args->x, 0);
@@ -228,20 +227,25 @@ extern "C" mas_status mas_align_gaussian_cuda(const mas_gauss_align_args *args,
     plan_slices(J, es, tc, (size_t)dev.smem_optin, &fa.rows, &fa.slices);
     fa.item0 = 0;
     fa.ticket0 = 0;
-    const size_t clear = H.group_flag - H.ring; /* rings, flags, ticket */
+    fa.early_dependents = backtrack_block_fits(H.groups, S, dev.smem_optin);
+    /* the coefficients; the rings, flags and ticket start at 0 when an item
+     * spans blocks, zeroed by the same kernel */
+    const size_t clear = H.max_slabs > 1 ? H.group_flag - H.ring : 0;
+    st = gauss_coef_and_clear(&args->params, &coef, s, error_word, hw + H.ring, clear);
+    if (st != MAS_OK) return st;
     switch (args->x.dtype) {
     case MAS_FLOAT32:
-        st = tc ? launch_fused<float, float, true>(fa, B, dev, s, clear)
-                : launch_fused<float, float, false>(fa, B, dev, s, clear);
+        st = tc ? launch_fused<float, float, true>(fa, B, dev, s)
+                : launch_fused<float, float, false>(fa, B, dev, s);
         break;
-    case MAS_FLOAT64: st = launch_fused<double, double, false>(fa, B, dev, s, clear); break;
+    case MAS_FLOAT64: st = launch_fused<double, double, false>(fa, B, dev, s); break;
     case MAS_FLOAT16:
-        st = tc ? launch_fused<__half, float, true>(fa, B, dev, s, clear)
-                : launch_fused<__half, float, false>(fa, B, dev, s, clear);
+        st = tc ? launch_fused<__half, float, true>(fa, B, dev, s)
+                : launch_fused<__half, float, false>(fa, B, dev, s);
         break;
     default:
-        st = tc ? launch_fused<__nv_bfloat16, float, true>(fa, B, dev, s, clear)
-                : launch_fused<__nv_bfloat16, float, false>(fa, B, dev, s, clear);
+        st = tc ? launch_fused<__nv_bfloat16, float, true>(fa, B, dev, s)
+                : launch_fused<__nv_bfloat16, float, false>(fa, B, dev, s);
         break;
     }
     if (st != MAS_OK) return st;

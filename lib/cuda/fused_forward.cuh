@@ -69,6 +69,7 @@
 
 #include <type_traits>
 
+#include "cuda/dependent_launch.cuh"
 #include "cuda/hard_forward.cuh"
 #include "cuda/loglik_kernel.cuh"
 #include "cuda/tc_cells.cuh"
@@ -120,6 +121,7 @@ struct FusedArgs {
                 * to fused_stage_smem more bytes of shared memory */
     int vec;   /* stage, and float frames that stage_x16_ok: the copies are 16
                 * bytes, the squares four frames a step */
+    int early_dependents; /* let the backtrack's blocks be placed at the start */
 };
 
 /* The coefficients' row stride for T tokens: T rounded up to 4, so that
@@ -200,6 +202,17 @@ __global__ void __launch_bounds__(fused_threads(SPLIT, TC), SPLIT ? 1 : 2)
     TA *e_s = c_s + a.rows * LDC; /* [rows][LDE] */
     unsigned char *tiles = (unsigned char *)(e_s + a.rows * LDE);
 
+    /* a dependent launch (fused.cu): nothing of the coefficient kernel's
+     * (the coefficients, the rings, flags and ticket it zeroes) is seen
+     * before this */
+    dependent_wait();
+    /* The backtrack's blocks may be placed now: where it takes the block
+     * form, whose 1024 threads fit no multiprocessor that runs a sweep
+     * block, so they wait on the idle ones. The warp form's one-warp blocks
+     * would wait next to the sweep blocks, and its calls took 13 us more at
+     * B=32 T=512 S=2048 (0.303 -> 0.317 ms, H200): they are placed when the
+     * last sweep block ends. */
+    if (a.early_dependents) dependent_trigger();
     if (tid == 0) s_ticket = a.slabs == 1 ? blockIdx.x : atomicAdd(a.ticket, 1u) - a.ticket0;
     __syncthreads();
     const unsigned ticket = s_ticket;

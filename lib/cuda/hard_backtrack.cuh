@@ -33,6 +33,7 @@
 #ifndef MAS_CUDA_HARD_BACKTRACK_CUH
 #define MAS_CUDA_HARD_BACKTRACK_CUH
 
+#include "cuda/dependent_launch.cuh"
 #include "cuda/hard_common.cuh"
 
 namespace mas_cuda {
@@ -242,6 +243,7 @@ __global__ void __launch_bounds__(32 * kBacktrackWarps) hard_backtrack(Backtrack
     __shared__ __align__(16) uint32_t staged[kBacktrackWarps][kWalkRows * kWalkRow];
     const int lane = threadIdx.x & 31;
     uint32_t *const st = staged[threadIdx.x >> 5];
+    dependent_wait(); /* a dependent launch (hard_finish): the forward's words */
     const int64_t b = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
     if (b >= a.B) return;
     const int64_t S = a.S;

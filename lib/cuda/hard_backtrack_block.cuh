@@ -68,6 +68,7 @@ __global__ void __launch_bounds__(32 * kBlockWarps) hard_backtrack_block(Backtra
     __shared__ int item_status;
     __shared__ double item_score;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, threads = blockDim.x;
+    dependent_wait(); /* a dependent launch (hard_finish): the forward's words */
     const int64_t b = blockIdx.x;
     const int S = (int)a.S, row = (int)backtrack_block_row(a.S), tp = (int)a.groups * 32;
     const int64_t X64 = a.x_len[b], Y64 = a.y_len[b];

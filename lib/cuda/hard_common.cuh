@@ -264,6 +264,12 @@ static inline size_t backtrack_block_smem(int64_t groups, int64_t S) {
     return (size_t)((1 + groups) * row + windows * groups * 32 + windows) * 4;
 }
 constexpr size_t kBacktrackBlockSmem = 96 * 1024;
+/* Whether hard_finish takes the block form on a device that lets a block
+ * opt in to smem_optin bytes (less the launch's 1 KB margin). */
+static inline bool backtrack_block_fits(int64_t groups, int64_t S, int smem_optin) {
+    const size_t smem = backtrack_block_smem(groups, S);
+    return smem <= kBacktrackBlockSmem && smem + 1024 <= (size_t)smem_optin;
+}
 
 /* Running maximum that keeps NaN (and +inf, the largest value): checking the
  * cells for NaN/+inf costs one instruction a cell. */

@@ -285,12 +285,15 @@ mas_status hard_finish(const HardLayout &L, unsigned char *ws, int64_t B, int64_
      * warp an item */
     static KernelCache block_cache;
     const size_t smem = backtrack_block_smem(L.groups, S);
-    if (smem <= kBacktrackBlockSmem && smem + 1024 <= (size_t)dev.smem_optin &&
-        ensure_smem(block_cache, hard_backtrack_block, dev, smem) == MAS_OK)
-        hard_backtrack_block<<<(unsigned)B, 32 * kBlockWarps, smem, s>>>(ba);
-    else
-        hard_backtrack<<<(unsigned)((B + kBacktrackWarps - 1) / kBacktrackWarps),
-                         32 * kBacktrackWarps, 0, s>>>(ba);
+    const bool block = backtrack_block_fits(L.groups, S, dev.smem_optin) &&
+                       ensure_smem(block_cache, hard_backtrack_block, dev, smem) == MAS_OK;
+    const cudaError_t e =
+        block ? launch_dependent(dev.cc_major, hard_backtrack_block, dim3((unsigned)B),
+                                 dim3(32 * kBlockWarps), smem, s, ba)
+              : launch_dependent(dev.cc_major, hard_backtrack,
+                                 dim3((unsigned)((B + kBacktrackWarps - 1) / kBacktrackWarps)),
+                                 dim3(32 * kBacktrackWarps), 0, s, ba);
+    if (e != cudaSuccess) return MAS_ERR_CUDA;
     if (out->path.data) {
         mas_status st = launch_path(&out->path, B, T, S, ba.frame_token, ba.run_begin,
                                     ba.run_end, dev, s);

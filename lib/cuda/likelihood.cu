@@ -12,6 +12,8 @@
 
 #include "common/checks.h"
 #include "common/gauss_coef.h"
+#include "cuda/coef_launch.h"
+#include "cuda/dependent_launch.cuh"
 #include "cuda/device_cache.cuh"
 #include "cuda/loglik_kernel.cuh"
 #include "cuda/loglik_items.cuh"
@@ -54,13 +56,19 @@ coef_in(const mas_tensor3 &t, int64_t off) {
 }
 
 /* FAST: float32 means and log-std spreads (Glow-TTS's), loaded as such
- * and with the variance branch compiled out */
+ * and with the variance branch compiled out. clear[0 .. n_clear) is
+ * zeroed too (the fused sweep's rings, flags and ticket, which it reads
+ * after its dependent_wait: a memset and its gap less a call). */
 template <typename TC, bool FAST>
 __global__ void __launch_bounds__(kCoefWarps * 32)
     gauss_coef_kernel(mas_gauss_params prm, TC *coef, int64_t c0, int64_t c1, int64_t c2,
-                      uint64_t *error_word) {
+                      uint64_t *error_word, uint4 *clear, int64_t n_clear) {
     __shared__ double park[kCoefDims][32];
     __shared__ int good[32];
+    dependent_trigger(); /* the sweep's blocks may be placed once all of ours run */
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n_clear;
+         i += (int64_t)gridDim.x * blockDim.x)
+        clear[i] = make_uint4(0u, 0u, 0u, 0u);
     const int64_t B = prm.means.dim[0], M = prm.means.dim[1], J = prm.means.dim[2];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int64_t tiles = (M + 31) / 32; /* of one item */
@@ -130,12 +138,13 @@ __global__ void __launch_bounds__(kCoefWarps * 32)
 
 template <typename TC>
 void launch_coef(const mas_gauss_params &prm, const mas_tensor3 &coef, unsigned blocks,
-                 cudaStream_t s, uint64_t *error_word) {
+                 cudaStream_t s, uint64_t *error_word, void *clear, size_t clear_bytes) {
     const bool fast = prm.means.dtype == MAS_FLOAT32 && prm.spread.dtype == MAS_FLOAT32 &&
                       prm.spread_kind == MAS_SPREAD_LOG_STD;
     auto kernel = fast ? gauss_coef_kernel<TC, true> : gauss_coef_kernel<TC, false>;
     kernel<<<blocks, kCoefWarps * 32, 0, s>>>(prm, (TC *)coef.data, coef.stride[0], coef.stride[1],
-                                               coef.stride[2], error_word);
+                                               coef.stride[2], error_word, (uint4 *)clear,
+                                               (int64_t)(clear_bytes / sizeof(uint4)));
 }
 
 /* ---- log-likelihoods -------------------------------------------------------- */
@@ -330,21 +339,26 @@ mas_status dispatch_loglik(const LLParams &p, const DeviceInfo *dev, cudaStream_
 
 } // namespace
 
-extern "C" mas_status mas_gauss_coef_cuda(const mas_gauss_params *params,
-                                          const mas_tensor3 *coef, void *stream,
-                                          uint64_t *error_word) {
+mas_status mas_cuda::gauss_coef_and_clear(const mas_gauss_params *params, const mas_tensor3 *coef,
+                                           cudaStream_t s, uint64_t *error_word, void *clear,
+                                           size_t clear_bytes) {
     mas_status st = mas_gauss_coef_check_call(params, coef);
     if (st != MAS_OK) return st;
     DeviceInfo dev;
     if ((st = current_device(&dev)) != MAS_OK) return st;
     const int64_t tiles = params->means.dim[0] * ((params->means.dim[1] + 31) / 32);
     int64_t blocks = tiles < (int64_t)dev.sms * 16 ? tiles : (int64_t)dev.sms * 16;
-    cudaStream_t s = (cudaStream_t)stream;
     if (coef->dtype == MAS_FLOAT32)
-        launch_coef<float>(*params, *coef, (unsigned)blocks, s, error_word);
+        launch_coef<float>(*params, *coef, (unsigned)blocks, s, error_word, clear, clear_bytes);
     else
-        launch_coef<double>(*params, *coef, (unsigned)blocks, s, error_word);
+        launch_coef<double>(*params, *coef, (unsigned)blocks, s, error_word, clear, clear_bytes);
     return cudaGetLastError() == cudaSuccess ? MAS_OK : MAS_ERR_CUDA;
+}
+
+extern "C" mas_status mas_gauss_coef_cuda(const mas_gauss_params *params,
+                                          const mas_tensor3 *coef, void *stream,
+                                          uint64_t *error_word) {
+    return gauss_coef_and_clear(params, coef, (cudaStream_t)stream, error_word, nullptr, 0);
 }
 
 extern "C" size_t mas_loglik_cuda_workspace_size(const mas_loglik_args *args) {

@@ -317,20 +317,27 @@ static void warp_placement() {
     }
 }
 
-/* hard_finish's two backtracks (hard_mas.cu): the block form's shared
- * memory, by hand at B=32 T=150 S=800 ((6 x 800 + 25 x 160 + 25) words),
- * within its bound at the benchmarks' short rows; over it at T=512 S=2048
- * and for this file's warp-form case. */
+/* hard_finish's two backtracks (hard_mas.cu), as backtrack_block_fits
+ * tells it (and fused.cu, which lets the backtrack's blocks be placed early
+ * only before the block form): the block form's shared memory, by hand at
+ * B=32 T=150 S=800 ((6 x 800 + 25 x 160 + 25) words); the block form at the
+ * benchmarks' short rows on an H100 (227 KB a block) and where a block gets
+ * 99 KB (sm_86) or 48 KB (T=150 only); the warp form at T=512 S=2048 and
+ * for this file's warp-form case. */
 static void backtrack_forms() {
     snprintf(g_case, sizeof g_case, "backtrack forms");
-    const auto smem = [](int64_t T, int64_t S) {
-        return mas_cuda::backtrack_block_smem((T + 31) / 32, S);
+    const auto fits = [](int64_t T, int64_t S, int optin) {
+        return mas_cuda::backtrack_block_fits((T + 31) / 32, S, optin);
     };
-    CHECK(smem(150, 800) == 35300, "T=150 S=800: %zu bytes", smem(150, 800));
-    CHECK(smem(150, 800) <= mas_cuda::kBacktrackBlockSmem, "T=150 S=800 takes the warp form");
-    CHECK(smem(256, 1024) <= mas_cuda::kBacktrackBlockSmem, "T=256 S=1024 takes the warp form");
-    CHECK(smem(512, 2048) > mas_cuda::kBacktrackBlockSmem, "T=512 S=2048 takes the block form");
-    CHECK(smem(600, 700) > mas_cuda::kBacktrackBlockSmem, "the warp-form case takes the block form");
+    const size_t at150 = mas_cuda::backtrack_block_smem((150 + 31) / 32, 800);
+    CHECK(at150 == 35300, "T=150 S=800: %zu bytes", at150);
+    const int h100 = 227 * 1024, sm86 = 99 * 1024, small = 48 * 1024;
+    CHECK(fits(150, 800, h100) && fits(150, 800, sm86) && fits(150, 800, small),
+          "T=150 S=800 takes the warp form");
+    CHECK(fits(256, 1024, h100) && fits(256, 1024, sm86), "T=256 S=1024 takes the warp form");
+    CHECK(!fits(256, 1024, small), "T=256 S=1024 takes the block form with 48 KB a block");
+    CHECK(!fits(512, 2048, h100), "T=512 S=2048 takes the block form");
+    CHECK(!fits(600, 700, h100), "the warp-form case takes the block form");
 }
 
 int main(int argc, char **argv) {
