@@ -18,13 +18,8 @@ LOG=${OUT:-build-ab}/ab.log
 mkdir -p "$(dirname "$LOG")" /tmp/ab_base
 tar -xzf "$TGZ" -C /tmp/ab_base || exit 1
 jobs=$(( $(nproc) / 2 > 1 ? $(nproc) / 2 : 1 ))
-build() { # source tree, build dir: libmas, the module and the glue, as a package in $2/pkg
-  cmake -S "$1" -B "$2" -DSKBUILD=ON -DMAS_CUDA=ON -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_CUDA_ARCHITECTURES="${MAS_CUDA_ARCH:-90}" -DPython_EXECUTABLE="$(command -v python3)" \
-    >"$2.log" 2>&1 && cmake --build "$2" -j"$jobs" >>"$2.log" 2>&1 || { tail -30 "$2.log"; return 1; }
-  rm -rf "$2/pkg" && mkdir -p "$2/pkg" && cp -r "$1/python/libmas" "$2/pkg/" &&
-    cp "$2"/_C*.so "$2/pkg/libmas/" && { cp "$2"/_torch*.so "$2/pkg/libmas/" 2>/dev/null || true; }
-}
+. bench/gpu_build.sh
+build() { gpu_build "$1" "$2" "$jobs" "$2.log"; } # source tree, build dir: the package in $2/pkg
 t0=$SECONDS
 build "$R" /tmp/ab_new & p1=$!
 build /tmp/ab_base /tmp/ab_old & p2=$!

@@ -57,11 +57,8 @@ bench_py() {
 
 step "build: libmas (CUDA) and the Python module"
 t0=$SECONDS
-cmake -S . -B "$B" -DSKBUILD=ON -DMAS_CUDA=ON -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_CUDA_ARCHITECTURES="$ARCH" -DPython_EXECUTABLE="$(command -v python3)" \
-  >"$LOGS/cmake.log" 2>&1 &&
-  cmake --build "$B" -j"$(nproc)" >>"$LOGS/cmake.log" 2>&1 ||
-  { tail -40 "$LOGS/cmake.log"; exit 1; }
+. bench/gpu_build.sh
+gpu_build . "$B" "$(nproc)" "$LOGS/cmake.log" || exit 1
 echo "build: $((SECONDS - t0)) s" | tee -a "$LOGS/summary.log"
 LIB="$B/libmas.a"
 
@@ -133,9 +130,7 @@ if [ "${REPLAY_FILES:-64}" != 0 ] && [ -x "$B/replay/replay_cuda" ]; then
 fi
 
 step "3. pytest on the built module"
-PKG=$B/pkg
-rm -rf "$PKG" && mkdir -p "$PKG" && cp -r python/libmas "$PKG/" &&
-  cp "$B"/_C*.so "$PKG/libmas/" 2>/dev/null && { cp "$B"/_torch*.so "$PKG/libmas/" 2>/dev/null || true; }
+PKG=$B/pkg # made by gpu_build
 files=()
 for f in ${PYTESTS:-tests/python/test_fused.py tests/python/test_longform.py tests/python/test_topology_cuda.py}; do
   files+=("$R/$f")

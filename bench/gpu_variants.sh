@@ -22,12 +22,8 @@ mkdir -p "$(dirname "$LOG")"
 : "${VAR:?VAR: the environment variable that picks the variant}"
 : "${VALUES:?VALUES: its values, space-separated}"
 t0=$SECONDS
-cmake -S . -B "$B" -DSKBUILD=ON -DMAS_CUDA=ON -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_CUDA_ARCHITECTURES="${MAS_CUDA_ARCH:-90}" -DPython_EXECUTABLE="$(command -v python3)" \
-  >"$B.log" 2>&1 && cmake --build "$B" -j"$(nproc)" --target _C _torch >>"$B.log" 2>&1 ||
-  { tail -30 "$B.log" | tee "$LOG"; exit 1; }
-rm -rf "$B/pkg" && mkdir -p "$B/pkg" && cp -r python/libmas "$B/pkg/" && cp "$B"/_C*.so "$B/pkg/libmas/" &&
-  { cp "$B"/_torch*.so "$B/pkg/libmas/" 2>/dev/null || true; }
+. bench/gpu_build.sh
+gpu_build . "$B" "$(nproc)" "$B.log" _C _torch | tee "$LOG" || exit 1
 echo "build: $((SECONDS - t0)) s" | tee "$LOG"
 run_as() { # value, command...: the command with VAR set to the value ("none": unset)
   local v=$1; shift

@@ -333,11 +333,12 @@ static void backtrack_forms() {
     CHECK(at150 == 35300, "T=150 S=800: %zu bytes", at150);
     const int h100 = 227 * 1024, sm86 = 99 * 1024, small = 48 * 1024;
     CHECK(fits(150, 800, h100) && fits(150, 800, sm86) && fits(150, 800, small),
-          "T=150 S=800 takes the warp form");
-    CHECK(fits(256, 1024, h100) && fits(256, 1024, sm86), "T=256 S=1024 takes the warp form");
-    CHECK(!fits(256, 1024, small), "T=256 S=1024 takes the block form with 48 KB a block");
-    CHECK(!fits(512, 2048, h100), "T=512 S=2048 takes the block form");
-    CHECK(!fits(600, 700, h100), "the warp-form case takes the block form");
+          "T=150 S=800 should take the block form");
+    CHECK(fits(256, 1024, h100) && fits(256, 1024, sm86),
+          "T=256 S=1024 should take the block form");
+    CHECK(!fits(256, 1024, small), "T=256 S=1024 should take the warp form with 48 KB a block");
+    CHECK(!fits(512, 2048, h100), "T=512 S=2048 should take the warp form");
+    CHECK(!fits(600, 700, h100), "the warp-form case should take the warp form");
 }
 
 int main(int argc, char **argv) {
