@@ -24,7 +24,7 @@ mkdir -p "$(dirname "$LOG")"
 t0=$SECONDS
 . bench/gpu_build.sh
 gpu_build . "$B" "$(nproc)" "$B.log" _C _torch | tee "$LOG" || exit 1
-echo "build: $((SECONDS - t0)) s" | tee "$LOG"
+echo "build: $((SECONDS - t0)) s" | tee -a "$LOG"
 run_as() { # value, command...: the command with VAR set to the value ("none": unset)
   local v=$1; shift
   if [ "$v" = none ]; then env -u "$VAR" "$@"; else env "$VAR=$v" "$@"; fi
