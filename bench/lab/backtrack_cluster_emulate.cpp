@@ -1,5 +1,5 @@
-/* Host emulation of the kernel of bench/lab/backtrack_cluster.patch, phase by phase (each
- * block's copy, fold, walks and `below`, then each block's chain through
+/* Host emulation of the cluster backtrack (lib/cuda/hard_backtrack_block.cuh,
+ * a lab patch until session 22), phase by phase (each block's copy, fold, walks and `below`, then each block's chain through
  * the blocks above and its frames' tokens), against the plain backtrack
  * (the rules of mas.h: a token equal to its frame moves, token 0 never) on
  * random decision words, for clusters of 1, 2, 4 and 8 blocks. It passes

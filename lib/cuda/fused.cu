@@ -227,7 +227,7 @@ extern "C" mas_status mas_align_gaussian_cuda(const mas_gauss_align_args *args,
     plan_slices(J, es, tc, (size_t)dev.smem_optin, &fa.rows, &fa.slices);
     fa.item0 = 0;
     fa.ticket0 = 0;
-    fa.early_dependents = backtrack_block_fits(H.groups, S, dev.smem_optin);
+    fa.early_dependents = backtrack_block_fits(H.groups, S, dev.smem_optin, dev.cc_major);
     /* the coefficients; the rings, flags and ticket start at 0 when an item
      * spans blocks, zeroed by the same kernel */
     const size_t clear = H.max_slabs > 1 ? H.group_flag - H.ring : 0;

@@ -53,6 +53,7 @@ struct BacktrackArgs {
     int score_f64;
     unsigned long long *error_word;
     const int *item_status; /* [B] checks made before (NULL: none); not MAS_OK: the item fails */
+    int cluster;            /* hard_backtrack_block: blocks an item (a cluster of them) */
 };
 
 constexpr int kWalkFrames = 31; /* a window: its end is one of 32 tokens */

@@ -1,29 +1,38 @@
-/* Backtrack of hard MAS on CUDA for items whose decision words fit in shared
- * memory: a block per item, every window walked from every token at once,
- * then the chain from window to window by one thread.
+/* Backtrack of hard MAS on CUDA for items whose decision words fit in the
+ * shared memory of a few blocks: a cluster of blocks an item (sm_90; one
+ * block elsewhere), every window walked from every token at once, then
+ * short chains.
  *
  * hard_backtrack's warp walks window i from the 32 tokens it can start at,
  * which needs where window i-1 started: a chain of ~730 instructions a pair
  * of windows at ~0.35 a cycle (14.6 us at B=32 T=150 S=800, H200), on one
- * warp of a multiprocessor. Here the item's words are copied to shared
- * memory with the rules that do not come from the bits folded in (a token
- * equal to its frame must move, token 0 never moves, nothing moves at or
- * past y_len), and the block's warps walk every window of 32 frames
- * [32i, 32i + 31] from every token below x_len, two windows side by side a
- * warp, keeping each start's moves (bit k: moved at the window's k-th frame
- * from the top). What is left in a line is a shared load and a popc a
- * window: top(i-1) = top(i) - popc(moves of window i from top(i)), top(i)
- * the path's token at frame 32i + 31 (x_len - 1 for the window holding
- * y_len - 1: no moves past it). The outputs then come from every thread, a
- * frame each.
- *
+ * warp of a multiprocessor. Here:
+ *  - block r of an item's cluster of C holds the windows of 32 frames
+ *    [32i, 32i + 31] for i in [r W / C, (r + 1) W / C), W = ceil(y_len /
+ *    32): it copies their words to shared memory with the rules that do not
+ *    come from the bits folded in (a token equal to its frame must move,
+ *    token 0 never moves, nothing moves at or past y_len), bit-reversed
+ *    (below);
+ *  - its warps walk each window from every token below x_len, two windows
+ *    side by side a warp, and keep each start's moves (bit k: moved at the
+ *    window's k-th frame from its top);
+ *  - for every token at its top window's top, the token below its lowest
+ *    window (a shared load and a popc a window);
+ *  - after the cluster's barrier, its first window's top is x_len - 1 taken
+ *    through the blocks above (a load from each one's shared memory), its
+ *    windows' tops follow (top(i-1) = top(i) - popc(moves of window i from
+ *    top(i))), and every thread writes a frame's outputs; after a second
+ *    barrier the blocks share the durations.
  * A lane's start s = 32g + lane walks the word of tokens [s - 31, s]: a
- * funnel shift of rows g - 1 and g (row -1 is zeros), whose frames, 16
- * bytes a load, are the same for the warp's lanes.
+ * funnel shift of rows g - 1 and g (row -1 is zeros) at a frame, whose
+ * words, 16 bytes a load, are the same for the warp's lanes. The words are
+ * stored bit-reversed so that the walk's one-hot token moves left: the
+ * shift that follows a move is an IMAD (the FMA pipe) rather than a third
+ * instruction a step on the integer ALU, which bounds the walk.
  *
- * The work is (x_len/32) x (y_len/32) windows on one multiprocessor instead
+ * The work is (x_len/32) x (y_len/32) windows on C multiprocessors instead
  * of y_len/31 on one warp, so hard_finish takes this form only for items
- * small enough (backtrack_block_smem). */
+ * whose share fits (backtrack_block_smem). */
 #ifndef MAS_CUDA_HARD_BACKTRACK_BLOCK_CUH
 #define MAS_CUDA_HARD_BACKTRACK_BLOCK_CUH
 
@@ -35,14 +44,61 @@ constexpr int kBlockWarps = 32;
 
 /* Its shared memory: backtrack_block_smem (hard_common.cuh). */
 
-/* Window i's walks from every lane's start in rows g - 1 and g (lo, hi:
- * the window's first frame of each), two windows side by side: the moves
- * of each lane's start. */
+/* All threads of the cluster (of the block when c == 1) arrive, then wait;
+ * what each wrote before, shared or global, is seen after. */
+__device__ __forceinline__ void cluster_barrier(int c) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if (c > 1) {
+        asm volatile("barrier.cluster.arrive.release.aligned;\n\t"
+                     "barrier.cluster.wait.acquire.aligned;" ::: "memory");
+        return;
+    }
+#endif
+    (void)c;
+    __syncthreads();
+}
+
+/* *p in the shared memory of the cluster's block `rank` (p: this block's
+ * address of the same variable). */
+__device__ __forceinline__ int cluster_load(const int *p, int rank) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    const unsigned local = (unsigned)__cvta_generic_to_shared(p);
+    unsigned remote;
+    int v;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
+    asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(v) : "r"(remote) : "memory");
+    return v;
+#else
+    (void)rank;
+    return *p;
+#endif
+}
+
+/* One frame of a walk on bit-reversed words: a move is the current token's
+ * bit; then the one-hot m moves left (bit j: token start - j). The move's
+ * bit is recorded before m is written: nvcc may give an input the register
+ * of an in/out operand holding the same value, and on the first step m and
+ * the bit are both 1 (that was this kernel's fault in session 20: the first
+ * step's move was recorded as bit 1, which moved a window's top frame to
+ * the next token and left run begins unwritten). */
+__device__ __forceinline__ void walk_step_left(uint32_t &m, uint32_t &mv, uint32_t w, uint32_t bit) {
+    asm("{\n\t.reg .pred p;\n\t.reg .b32 t;\n\t"
+        "and.b32 t, %0, %2;\n\tsetp.ne.u32 p, t, 0;\n\t"
+        "@p or.b32 %1, %1, %3;\n\t@p shl.b32 %0, %0, 1;\n\t}"
+        : "+r"(m), "+r"(mv)
+        : "r"(w), "r"(bit));
+}
+
+/* Two windows' walks side by side from every lane's start, on the reversed
+ * rows g - 1 and g (lo, hi: the window's first frame of each): the moves of
+ * each start. */
 __device__ __forceinline__ void block_walk_pair(const uint32_t *lo0, const uint32_t *hi0,
                                                 const uint32_t *lo1, const uint32_t *hi1,
                                                 int lane, uint32_t &mv0, uint32_t &mv1) {
-    const unsigned shift = (unsigned)lane + 1u; /* lane 31: 32, row g itself */
-    uint32_t m0 = 1u << 31, m1 = 1u << 31;
+    /* reversed, rows g - 1 and g are the high and low words: bit j of the
+     * funnel is token 32g + lane - j */
+    const unsigned shift = 31u - (unsigned)lane;
+    uint32_t m0 = 1u, m1 = 1u;
     mv0 = mv1 = 0u;
 #pragma unroll
     for (int q = 7; q >= 0; --q) {
@@ -55,42 +111,48 @@ __device__ __forceinline__ void block_walk_pair(const uint32_t *lo0, const uint3
 #pragma unroll
         for (int e = 3; e >= 0; --e) {
             const uint32_t bit = 1u << (31 - 4 * q - e); /* frame 4q + e is step 31 - 4q - e */
-            walk_step(m0, mv0, __funnelshift_rc(l0[e], h0[e], shift), bit);
-            walk_step(m1, mv1, __funnelshift_rc(l1[e], h1[e], shift), bit);
+            walk_step_left(m0, mv0, __funnelshift_r(h0[e], l0[e], shift), bit);
+            walk_step_left(m1, mv1, __funnelshift_r(h1[e], l1[e], shift), bit);
         }
     }
 }
 
 /* Indices in int: hard_finish takes this form only for items whose words
- * fit in shared memory. */
+ * fit in shared memory. Grid: a.cluster blocks an item, in clusters of
+ * a.cluster where it is over 1. */
 __global__ void __launch_bounds__(32 * kBlockWarps) hard_backtrack_block(BacktrackArgs a) {
     extern __shared__ __align__(16) uint32_t bt_smem[];
     __shared__ int item_status;
     __shared__ double item_score;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, threads = blockDim.x;
     dependent_wait(); /* a dependent launch (hard_finish): the forward's words */
-    const int64_t b = blockIdx.x;
-    const int S = (int)a.S, row = (int)backtrack_block_row(a.S), tp = (int)a.groups * 32;
+    const int c = a.cluster, rank = (int)(blockIdx.x % (unsigned)c);
+    const int64_t b = blockIdx.x / (unsigned)c;
+    const int S = (int)a.S, tp = (int)a.groups * 32; /* tp: starts a window */
+    const int wmax = (int)backtrack_block_windows(a.S, c), row = 32 * wmax;
     const int64_t X64 = a.x_len[b], Y64 = a.y_len[b];
     uint32_t *const words = bt_smem + row; /* row g at words + g * row; row -1 before */
     uint32_t *const moves = words + (int)a.groups * row;
-    int *const tops = (int *)(moves + row / 32 * tp);
+    int *const below = (int *)(moves + wmax * tp);
+    int *const tops = below + tp;
 
-    /* the item's words of its groups below x_len, frames below y_len (16
-     * bytes a copy where rows are 16-byte aligned), in flight during the
-     * item's checks */
+    /* this block's windows [w0, w0 + nw) of the item's; their words of the
+     * groups below x_len, frames below y_len (16 bytes a copy where rows
+     * are 16-byte aligned), in flight during the item's checks */
     const bool lengths_ok = length_status(X64, Y64, a.T, a.S) == MAS_OK;
     const int X = lengths_ok ? (int)X64 : 0, Y = lengths_ok ? (int)Y64 : 0;
     const int live = (X + 31) / 32, windows = (Y + 31) / 32;
+    const int w0 = rank * windows / c, nw = (rank + 1) * windows / c - w0;
+    const int f0 = 32 * w0, f1 = min(32 * (w0 + nw), Y); /* frames copied */
     const uint32_t *src = a.bits + (size_t)b * a.groups * a.S;
     if ((S & 3) == 0) {
         for (int r = 0; r < live; ++r)
-            for (int q = 4 * tid; q < Y; q += 4 * threads)
-                copy16_async(words + r * row + q, src + (int64_t)r * S + q);
+            for (int f = f0 + 4 * tid; f < f1; f += 4 * threads)
+                copy16_async(words + r * row + (f - f0), src + (int64_t)r * S + f);
     } else {
         for (int r = 0; r < live; ++r)
-            for (int q = tid; q < Y; q += threads)
-                copy_elem_async(words + r * row + q, src + (int64_t)r * S + q, true);
+            for (int f = f0 + tid; f < f1; f += threads)
+                copy_elem_async(words + r * row + (f - f0), src + (int64_t)r * S + f, true);
     }
     async_commit();
     if (warp == 0) {
@@ -104,23 +166,24 @@ __global__ void __launch_bounds__(32 * kBlockWarps) hard_backtrack_block(Backtra
     async_wait<0>();
     __syncthreads();
     const int status = item_status;
-    backtrack_outputs_off_path(a, b, Y64, status, item_score, tid, threads);
-    if (status != MAS_OK) return;
+    backtrack_outputs_off_path(a, b, Y64, status, item_score, rank * threads + tid, c * threads);
+    if (status != MAS_OK) return; /* every block of the cluster: none waits */
 
-    /* the rules folded in: row -1 zeros; frames at or past y_len zeros (the
-     * walk from x_len - 1 at the top window's first frame stays there until
-     * y_len - 1); the token equal to the frame moves; token 0 never */
+    /* the rules folded in, bit-reversed: row -1 zeros; frames at or past
+     * y_len zeros (the walk from x_len - 1 at the top window's first frame
+     * stays there until y_len - 1); the token equal to the frame moves;
+     * token 0 never */
     for (int r = -1; r < live; ++r)
-        for (int f = tid; f < 32 * windows; f += threads) {
-            uint32_t w = r >= 0 && f < Y ? words[r * row + f] : 0u;
+        for (int f = f0 + tid; f < 32 * (w0 + nw); f += threads) {
+            uint32_t w = r >= 0 && f < Y ? words[r * row + (f - f0)] : 0u;
             const int d = f - 32 * r;
             if (r >= 0 && d >= 0 && d < 32) w |= 1u << d;
             if (r == 0) w &= ~1u;
-            words[r * row + f] = w;
+            words[r * row + (f - f0)] = __brev(w);
         }
     __syncthreads();
 
-    const int tasks = windows * live;
+    const int tasks = nw * live;
     for (int t0 = 2 * warp; t0 < tasks; t0 += 2 * kBlockWarps) {
         const int t1 = t0 + 1 < tasks ? t0 + 1 : t0;
         const int i0 = t0 / live, i1 = t1 / live;
@@ -134,9 +197,18 @@ __global__ void __launch_bounds__(32 * kBlockWarps) hard_backtrack_block(Backtra
     }
     __syncthreads();
 
-    if (tid == 0) { /* the chain: each window's top from the one above */
+    if (rank > 0) /* for the blocks below: each start's token below these windows */
+        for (int t = tid; t < 32 * live; t += threads) {
+            int tok = t;
+            for (int i = nw - 1; i >= 0; --i) tok -= __popc(moves[i * tp + tok]);
+            below[t] = tok;
+        }
+    cluster_barrier(c);
+
+    if (tid == 0) { /* the path's token at each window's top */
         int top = X - 1;
-        for (int i = windows - 1; i >= 0; --i) {
+        for (int q = c - 1; q > rank; --q) top = cluster_load(below + top, q);
+        for (int i = nw - 1; i >= 0; --i) {
             tops[i] = top;
             top -= __popc(moves[i * tp + top]);
         }
@@ -146,8 +218,8 @@ __global__ void __launch_bounds__(32 * kBlockWarps) hard_backtrack_block(Backtra
     int32_t *ft = a.frame_token + b * a.S;
     int32_t *rb = a.run_begin + b * a.T;
     int32_t *idx_out = a.indices ? a.indices + b * a.indices_stride : nullptr;
-    for (int f = tid; f < Y; f += threads) {
-        const int i = f >> 5, k = 31 - (f & 31); /* the window's k-th frame from its top */
+    for (int f = f0 + tid; f < f1; f += threads) {
+        const int i = (f >> 5) - w0, k = 31 - (f & 31); /* the window's k-th frame from its top */
         const int top = tops[i];
         const uint32_t mv = moves[i * tp + top];
         const int tok = top - __popc(mv & ((1u << k) - 1u));
@@ -155,8 +227,8 @@ __global__ void __launch_bounds__(32 * kBlockWarps) hard_backtrack_block(Backtra
         if (idx_out) idx_out[f] = tok;
         if (f == 0 || (mv >> k & 1u)) rb[tok] = f;
     }
-    __syncthreads();
-    backtrack_runs(a, b, X64, Y64, tid, threads);
+    cluster_barrier(c); /* every block's run begins; no shared load of another block after */
+    backtrack_runs(a, b, X64, Y64, rank * threads + tid, c * threads);
 }
 
 } // namespace mas_cuda

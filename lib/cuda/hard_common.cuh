@@ -250,25 +250,34 @@ static inline HardLayout hard_layout(int64_t B, int64_t T, int64_t S, mas_dtype 
     return L;
 }
 
-/* hard_backtrack_block (hard_backtrack_block.cuh): frames of a row of its
- * shared memory (whole windows of 32), its dynamic shared memory in bytes
- * (the item's words [1 + groups][row], row -1 first; the moves
- * [windows][groups * 32] of every start of every window; the path's token
- * at each window's top), and the most hard_finish gives it (else the warp
- * an item of hard_backtrack). */
-__host__ __device__ __forceinline__ int64_t backtrack_block_row(int64_t S) {
-    return (S + 31) / 32 * 32;
+/* hard_backtrack_block (hard_backtrack_block.cuh): windows of 32 frames a
+ * block of a cluster of c holds at most; its dynamic shared memory in bytes
+ * for clusters of c blocks (the words [1 + groups][32 windows], row -1
+ * first; the moves [windows][groups * 32] of every start of every window;
+ * the token below the block's windows for every start at their top; the
+ * path's token at each window's top); the most hard_finish gives a block
+ * (else the warp an item of hard_backtrack). */
+__host__ __device__ __forceinline__ int64_t backtrack_block_windows(int64_t S, int c) {
+    return ((S + 31) / 32 + c - 1) / c;
 }
-static inline size_t backtrack_block_smem(int64_t groups, int64_t S) {
-    const int64_t row = backtrack_block_row(S), windows = row / 32;
-    return (size_t)((1 + groups) * row + windows * groups * 32 + windows) * 4;
+static inline size_t backtrack_block_smem(int64_t groups, int64_t S, int c) {
+    const int64_t w = backtrack_block_windows(S, c), starts = groups * 32;
+    return (size_t)((1 + groups) * 32 * w + w * starts + starts + w) * 4;
 }
-constexpr size_t kBacktrackBlockSmem = 96 * 1024;
-/* Whether hard_finish takes the block form on a device that lets a block
- * opt in to smem_optin bytes (less the launch's 1 KB margin). */
-static inline bool backtrack_block_fits(int64_t groups, int64_t S, int smem_optin) {
-    const size_t smem = backtrack_block_smem(groups, S);
-    return smem <= kBacktrackBlockSmem && smem + 1024 <= (size_t)smem_optin;
+constexpr size_t kBacktrackBlockSmem = 160 * 1024;
+constexpr int kMaxCluster = 8; /* the portable cluster size */
+/* Whether hard_finish may take the block form (clusters of up to
+ * kMaxCluster blocks from sm_90 on, one block before) on a device that lets
+ * a block opt in to smem_optin bytes (less the launch's 1 KB margin). It
+ * still takes the warp form where the cluster cannot be placed. */
+static inline bool backtrack_block_fits(int64_t groups, int64_t S, int smem_optin, int cc_major) {
+    if (smem_optin <= 1024) return false;
+    size_t budget = kBacktrackBlockSmem;
+    if ((size_t)smem_optin < budget + 1024) budget = (size_t)smem_optin - 1024;
+    const int most = cc_major >= 9 ? kMaxCluster : 1;
+    for (int c = 1; c <= most; c *= 2)
+        if (backtrack_block_smem(groups, S, c) <= budget) return true;
+    return false;
 }
 
 /* Running maximum that keeps NaN (and +inf, the largest value): checking the

@@ -251,6 +251,84 @@ mas_status hard_cuda_run(const mas_tensor3 *value, const int64_t *x_len, const i
                        error_word);
 }
 
+/* Clusters of c hard_backtrack_block blocks the device holds at once with
+ * cfg's shared memory rounded up to 4 KB (asked once a device, c and 4 KB:
+ * the runtime call costs microseconds of host time); 0 where it cannot
+ * tell. */
+int clusters_at_once(cudaLaunchConfig_t cfg, int c, const Device &dev) {
+    constexpr int kSlots = 64; /* of 4 KB: up to 256 KB */
+    static std::atomic<int> known[kMaxDevices][4][kSlots]; /* 1 + clusters; 0: not asked */
+    const int ci = c == 2 ? 1 : c == 4 ? 2 : 3, slot = (int)((cfg.dynamicSmemBytes + 4095) / 4096);
+    if (slot >= kSlots) return 0;
+    int v = known[dev.index][ci][slot].load(std::memory_order_relaxed);
+    if (v == 0) {
+        cfg.dynamicSmemBytes = (size_t)slot * 4096;
+        int n = 0;
+        if (cfg.dynamicSmemBytes + 1024 > (size_t)dev.smem_optin ||
+            cudaOccupancyMaxActiveClusters(&n, hard_backtrack_block, &cfg) != cudaSuccess) {
+            (void)cudaGetLastError();
+            n = 0;
+        }
+        v = 1 + n;
+        known[dev.index][ci][slot].store(v, std::memory_order_relaxed);
+    }
+    return v - 1;
+}
+
+/* hard_backtrack_block where an item's share of the words fits in
+ * kBacktrackBlockSmem (160 KB) of shared memory with clusters of at most
+ * kMaxCluster blocks (sm_90 on; one block elsewhere): clusters as large as
+ * two blocks a multiprocessor allow (B=32 T=150 S=800: 4, 10 KB a
+ * block), larger where the share does not fit (B=16 T=1024 S=4096: 8,
+ * 134 KB). Returns false when it did not
+ * launch (the warp an item then). */
+bool launch_backtrack_block(BacktrackArgs ba, int64_t groups, const Device &dev, cudaStream_t s) {
+    static KernelCache cache;
+    const int most = dev.cc_major >= 9 ? kMaxCluster : 1;
+    size_t budget = kBacktrackBlockSmem;
+    if ((size_t)dev.smem_optin < budget + 1024) budget = (size_t)dev.smem_optin - 1024;
+    int c = 1;
+    while (c < most && ba.B * 2 * c <= dev.sms) c *= 2;
+    while (c < most && backtrack_block_smem(groups, ba.S, c) > budget) c *= 2;
+    if (backtrack_block_smem(groups, ba.S, c) > budget || ba.B * c > 0x7fffffff) return false;
+    cudaLaunchConfig_t cfg = {};
+    /* the cluster, then the dependent launch (dependent_launch.cuh), which
+     * the occupancy query is not asked about */
+    cudaLaunchAttribute attr[2];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[1].val.programmaticStreamSerializationAllowed = 1;
+    cfg.blockDim = dim3(32 * kBlockWarps);
+    cfg.stream = s;
+    cfg.attrs = attr;
+    /* smaller clusters while the device cannot hold every item's at once
+     * and the share still fits (a block a multiprocessor: clusters must
+     * find whole free groups of multiprocessors in one GPC) */
+    for (;;) {
+        cfg.dynamicSmemBytes = backtrack_block_smem(groups, ba.S, c);
+        size_t raise = (cfg.dynamicSmemBytes + 4095) / 4096 * 4096; /* as clusters_at_once asks */
+        if (raise + 1024 > (size_t)dev.smem_optin) raise = cfg.dynamicSmemBytes;
+        if (ensure_smem(cache, hard_backtrack_block, dev, raise) != MAS_OK) return false;
+        attr[0].val.clusterDim.x = (unsigned)c;
+        cfg.gridDim = dim3((unsigned)(ba.B * c));
+        cfg.numAttrs = c > 1 ? 1 : 0;
+        if (c == 1 || backtrack_block_smem(groups, ba.S, c / 2) > budget ||
+            clusters_at_once(cfg, c, dev) >= ba.B)
+            break;
+        c /= 2;
+    }
+    ba.cluster = c;
+    if (dev.cc_major >= 9) {
+        if (c == 1) attr[0] = attr[1];
+        cfg.numAttrs = c > 1 ? 2 : 1;
+    }
+    if (cudaLaunchKernelEx(&cfg, hard_backtrack_block, ba) == cudaSuccess) return true;
+    (void)cudaGetLastError(); /* a cluster the device cannot place: the warp form */
+    return false;
+}
+
 } // namespace
 
 namespace mas_cuda {
@@ -280,20 +358,12 @@ mas_status hard_finish(const HardLayout &L, unsigned char *ws, int64_t B, int64_
     ba.score = out->score;
     ba.score_f64 = score_f64;
     ba.error_word = (unsigned long long *)error_word;
-    /* a block an item where the item's words and its windows' moves fit in
-     * kBacktrackBlockSmem (T=150 S=800: 35 KB; T=256 S=1024: 70 KB); else a
-     * warp an item */
-    static KernelCache block_cache;
-    const size_t smem = backtrack_block_smem(L.groups, S);
-    const bool block = backtrack_block_fits(L.groups, S, dev.smem_optin) &&
-                       ensure_smem(block_cache, hard_backtrack_block, dev, smem) == MAS_OK;
-    const cudaError_t e =
-        block ? launch_dependent(dev.cc_major, hard_backtrack_block, dim3((unsigned)B),
-                                 dim3(32 * kBlockWarps), smem, s, ba)
-              : launch_dependent(dev.cc_major, hard_backtrack,
-                                 dim3((unsigned)((B + kBacktrackWarps - 1) / kBacktrackWarps)),
-                                 dim3(32 * kBacktrackWarps), 0, s, ba);
-    if (e != cudaSuccess) return MAS_ERR_CUDA;
+    ba.cluster = 1;
+    if (!launch_backtrack_block(ba, L.groups, dev, s) &&
+        launch_dependent(dev.cc_major, hard_backtrack,
+                         dim3((unsigned)((B + kBacktrackWarps - 1) / kBacktrackWarps)),
+                         dim3(32 * kBacktrackWarps), 0, s, ba) != cudaSuccess)
+        return MAS_ERR_CUDA;
     if (out->path.data) {
         mas_status st = launch_path(&out->path, B, T, S, ba.frame_token, ba.run_begin,
                                     ba.run_end, dev, s);

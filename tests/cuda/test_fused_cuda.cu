@@ -319,26 +319,31 @@ static void warp_placement() {
 
 /* hard_finish's two backtracks (hard_mas.cu), as backtrack_block_fits
  * tells it (and fused.cu, which lets the backtrack's blocks be placed early
- * only before the block form): the block form's shared memory, by hand at
- * B=32 T=150 S=800 ((6 x 800 + 25 x 160 + 25) words); the block form at the
- * benchmarks' short rows on an H100 (227 KB a block) and where a block gets
- * 99 KB (sm_86) or 48 KB (T=150 only); the warp form at T=512 S=2048 and
- * for this file's warp-form case. */
+ * only before the block form): the block form's shared memory a block, by
+ * hand at T=150 S=800 in one block ((6 x 800 + 25 x 160 + 160 + 25) words)
+ * and in clusters of 4 (7 windows a block); the block form at the
+ * benchmarks' rows in clusters of 8 on an H100 (227 KB a block), in one
+ * block where a block gets 48 KB and clusters are not there (T=150 only);
+ * the warp form for this file's warp-form case. */
 static void backtrack_forms() {
     snprintf(g_case, sizeof g_case, "backtrack forms");
-    const auto fits = [](int64_t T, int64_t S, int optin) {
-        return mas_cuda::backtrack_block_fits((T + 31) / 32, S, optin);
+    const auto smem = [](int64_t T, int64_t S, int c) {
+        return mas_cuda::backtrack_block_smem((T + 31) / 32, S, c);
     };
-    const size_t at150 = mas_cuda::backtrack_block_smem((150 + 31) / 32, 800);
-    CHECK(at150 == 35300, "T=150 S=800: %zu bytes", at150);
-    const int h100 = 227 * 1024, sm86 = 99 * 1024, small = 48 * 1024;
-    CHECK(fits(150, 800, h100) && fits(150, 800, sm86) && fits(150, 800, small),
-          "T=150 S=800 should take the block form");
-    CHECK(fits(256, 1024, h100) && fits(256, 1024, sm86),
-          "T=256 S=1024 should take the block form");
-    CHECK(!fits(256, 1024, small), "T=256 S=1024 should take the warp form with 48 KB a block");
-    CHECK(!fits(512, 2048, h100), "T=512 S=2048 should take the warp form");
-    CHECK(!fits(600, 700, h100), "the warp-form case should take the warp form");
+    const auto fits = [](int64_t T, int64_t S, int optin, int cc) {
+        return mas_cuda::backtrack_block_fits((T + 31) / 32, S, optin, cc);
+    };
+    const int h100 = 227 * 1024, small = 48 * 1024;
+    CHECK(smem(150, 800, 1) == 35940, "T=150 S=800: %zu bytes", smem(150, 800, 1));
+    CHECK(smem(150, 800, 4) == (6 * 224 + 7 * 160 + 160 + 7) * 4, "T=150 S=800, 4 blocks");
+    CHECK(smem(512, 2048, 8) <= mas_cuda::kBacktrackBlockSmem, "T=512 S=2048 should fit a cluster of 8 blocks");
+    CHECK(smem(1024, 4096, 8) <= mas_cuda::kBacktrackBlockSmem, "T=1024 S=4096 should fit a cluster of 8 blocks");
+    CHECK(fits(150, 800, h100, 9) && fits(512, 2048, h100, 9) && fits(1024, 4096, h100, 9),
+          "the benchmarks' rows should take the block form (clusters) on an H100");
+    CHECK(fits(150, 800, small, 8) && !fits(256, 1024, small, 8),
+          "one block of 48 KB (cc 8): T=150 S=800 should take the block form, T=256 S=1024 the warp form");
+    CHECK(smem(2500, 2600, 8) > mas_cuda::kBacktrackBlockSmem && !fits(2500, 2600, h100, 9),
+          "the warp-form case should take the warp form");
 }
 
 int main(int argc, char **argv) {
@@ -397,10 +402,12 @@ int main(int argc, char **argv) {
                 c.precision = pr;
                 run_case(c);
             }
-    /* the backtrack a warp an item (hard_mas.cu's hard_finish: this item's
-     * words and windows' moves would take 107 KB of shared memory, over the
-     * block form's 96 KB; backtrack_forms), in the short set too */
-    run_case({2, 600, 700, 8, MAS_FLOAT32, MAS_FLOAT32, false, false, true, 0.2, 0});
+    /* the backtrack a warp an item (hard_mas.cu's launch_backtrack_block:
+     * this item's words would take 229 KB of shared memory a block in a
+     * cluster of 8, over its 160 KB; backtrack_forms), in the short set too; and a cluster
+     * of 8 blocks some of which hold no window (y_len < 8 windows) */
+    run_case({1, 2500, 2600, 8, MAS_FLOAT32, MAS_FLOAT32, false, false, true, 0.2, 0});
+    run_case({1, 40, 100, 8, MAS_FLOAT32, MAS_FLOAT32, false, false, true, 0.2, 0});
     if (!small)
         for (int32_t pr : {MAS_PRECISION_DEFAULT, MAS_PRECISION_TF32})
             run_case({6, 1024, 4096, 80, MAS_FLOAT32, MAS_FLOAT32, false, false, false, 0, 0, pr});
