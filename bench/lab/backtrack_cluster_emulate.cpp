@@ -1,6 +1,7 @@
 /* Host emulation of the cluster backtrack (lib/cuda/hard_backtrack_block.cuh,
- * a lab patch until session 22), phase by phase (each block's copy, fold, walks and `below`, then each block's chain through
- * the blocks above and its frames' tokens), against the plain backtrack
+ * a lab patch until session 22), phase by phase (each block's copy, fold,
+ * walks and `below`, then each block's chain through the blocks above and
+ * its frames' tokens), against the plain backtrack
  * (the rules of mas.h: a token equal to its frame moves, token 0 never) on
  * random decision words, for clusters of 1, 2, 4 and 8 blocks. It passes
  * (session 20): the lab kernel's fault was not in its method (it was an
