@@ -43,7 +43,7 @@ cuda-build:
 	  cmake --build build/cuda -j$(JOBS) && \
 	  build/cuda/test_hard_loader && build/cuda/test_hard_cuda && build/cuda/test_soft_cuda && \
 	  build/cuda/test_topology_cuda && build/cuda/test_fused_cuda && \
-	  build/cuda/test_fused_forward_sum_cuda; \
+	  build/cuda/test_fused_forward_sum_cuda && build/cuda/test_likelihood_cuda; \
 	else echo "cuda-build: no nvcc, skipped"; fi
 
 py-test: install

@@ -20,6 +20,17 @@ mas_status gauss_coef_and_clear(const mas_gauss_params *params, const mas_tensor
                                 cudaStream_t s, uint64_t *error_word, void *clear,
                                 size_t clear_bytes);
 
+/* Gaussians a tile of the coefficient kernel for items x M Gaussians on
+ * sms multiprocessors: 32, unless tiles of 16 spread the work over the
+ * multiprocessors by a sixth more evenly (the most tiles a multiprocessor
+ * holds, times their Gaussians). Why: a block's work is issue-bound
+ * (~200 instructions a Gaussian and dimension, mostly the float64 exp),
+ * and at B=32 T=150 the 160 tiles of 32 put two on 28 of 132
+ * multiprocessors, which the kernel waited for: 8.5 us, 6.8 in tiles of
+ * 16 (H200, session 22; 0.0821 -> 0.0800 ms a fused TF32 call). Tiles of
+ * 8 took 6.8 us too but their 608 blocks cost the call 0.7 us more. */
+int coef_tile(int64_t items, int64_t M, int sms);
+
 } // namespace mas_cuda
 
 #endif

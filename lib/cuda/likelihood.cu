@@ -27,10 +27,11 @@ namespace {
 
 /* ---- coefficients --------------------------------------------------------- */
 
-/* A block holds 32 Gaussians of one item, lane l the Gaussian (loads and
- * stores along the Gaussians, contiguous in Glow-TTS's [B, D, T] and in
- * the coefficients' [2J+1, T]), warp w dimensions w, w + 8, ... (the exps
- * and logs of mas_gauss_coef_dim, independent); the K terms are parked in
+/* A block holds a tile of G (32 or 16, coef_tile) Gaussians of one item,
+ * lane l Gaussian l % G (loads and stores along the Gaussians, contiguous
+ * in Glow-TTS's [B, D, T] and in the coefficients' [2J+1, T]), thread t
+ * dimensions t / G, t / G + 256 / G, ... (the exps and logs of
+ * mas_gauss_coef_dim, independent); the K terms are parked in
  * shared memory and warp 0 adds each Gaussian's in dimension order, as
  * the CPU does, so K keeps its bits. One thread a Gaussian (each thread J
  * exps in one chain, B*T/256 blocks) took 60-95 us at Glow-TTS shapes, a
@@ -43,8 +44,8 @@ namespace {
  * issued instruction (ncu, H100, 2026-11-27; with the 2^n of mas_det_exp
  * built from its bits). */
 constexpr int kCoefWarps = 8;
-constexpr int kCoefDims = 64; /* K terms a Gaussian parks at once */
-constexpr int kCoefAhead = 2; /* dimensions a warp has in flight */
+constexpr int kCoefPark = 2048; /* K terms a block parks at once: 64 dimensions of 32 Gaussians */
+constexpr int kCoefAhead = 2;   /* dimensions a thread has in flight */
 
 /* element off of a means or spread tensor: FAST, the float32 as it is;
  * else as float64 */
@@ -56,37 +57,42 @@ coef_in(const mas_tensor3 &t, int64_t off) {
 }
 
 /* FAST: float32 means and log-std spreads (Glow-TTS's), loaded as such
- * and with the variance branch compiled out. clear[0 .. n_clear) is
- * zeroed too (the fused sweep's rings, flags and ticket, which it reads
- * after its dependent_wait: a memset and its gap less a call). A
- * dependent launch: it waits for the kernel before it in the stream (a
- * user's, or the last call's backtrack) at its top, and its launch and
- * block placement overlap that kernel's end (B=32 T=150 S=800, H200,
- * session 22: 0.0817-0.0819 ms a fused TF32 call against 0.0826-0.0829
- * plainly launched). */
-template <typename TC, bool FAST>
+ * and with the variance branch compiled out. G: Gaussians a tile (32 or
+ * 16); thread t holds Gaussian t % G and dimensions t / G, t / G + STEP,
+ * ... of each pass. clear[0 .. n_clear) is zeroed too (the fused sweep's
+ * rings, flags and ticket, which it reads after its dependent_wait: a
+ * memset and its gap less a call). A dependent launch: it waits for the
+ * kernel before it in the stream (a user's, or the last call's backtrack)
+ * at its top, and its launch and block placement overlap that kernel's end
+ * (B=32 T=150 S=800, H200, session 22: 0.0817-0.0819 ms a fused TF32 call
+ * against 0.0826-0.0829 plainly launched). */
+template <typename TC, bool FAST, int G>
 __global__ void __launch_bounds__(kCoefWarps * 32)
     gauss_coef_kernel(mas_gauss_params prm, TC *coef, int64_t c0, int64_t c1, int64_t c2,
                       uint64_t *error_word, uint4 *clear, int64_t n_clear) {
-    __shared__ double park[kCoefDims][32];
-    __shared__ int good[32];
+    static_assert(G == 16 || G == 32, "a tile's Gaussians divide a warp");
+    constexpr int DIMS = kCoefPark / G;      /* dimensions a pass */
+    constexpr int STEP = kCoefWarps * 32 / G; /* dimensions the block takes at once */
+    __shared__ double park[DIMS][G];
+    __shared__ int good[G];
     dependent_trigger(); /* the sweep's blocks may be placed once all of ours run */
     dependent_wait();    /* the means and spreads, and clear[], may be the last kernel's */
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n_clear;
          i += (int64_t)gridDim.x * blockDim.x)
         clear[i] = make_uint4(0u, 0u, 0u, 0u);
     const int64_t B = prm.means.dim[0], M = prm.means.dim[1], J = prm.means.dim[2];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int64_t tiles = (M + 31) / 32; /* of one item */
+    const int g = threadIdx.x % G, first = threadIdx.x / G; /* the thread's first dimension */
+    const bool summer = threadIdx.x < G; /* warp 0's first G lanes: K, in dimension order */
+    const int64_t tiles = (M + G - 1) / G; /* of one item */
     const mas_tensor3 &mt = prm.means, &st = prm.spread;
     for (int64_t tile = blockIdx.x; tile < B * tiles; tile += gridDim.x) {
-        const int64_t b = tile / tiles, k = tile % tiles * 32 + lane;
+        const int64_t b = tile / tiles, k = tile % tiles * G + g;
         const bool live = k < M;
         TC *out = coef + b * c0 + k * c2;
-        if (warp == 0) good[lane] = 1;
-        double k_sum = 0; /* warp 0's */
-        for (int64_t j0 = 0; j0 < J; j0 += kCoefDims) {
-            const int nj = J - j0 < kCoefDims ? (int)(J - j0) : kCoefDims;
+        if (summer) good[g] = 1;
+        double k_sum = 0; /* the summer's */
+        for (int64_t j0 = 0; j0 < J; j0 += DIMS) {
+            const int nj = J - j0 < DIMS ? (int)(J - j0) : DIMS;
             __syncthreads(); /* good[] is set; the last terms are added */
             /* the next kCoefAhead dimensions' loads in flight while this one's exps run */
             const int64_t mo = b * mt.stride[0] + k * mt.stride[1];
@@ -97,11 +103,11 @@ __global__ void __launch_bounds__(kCoefWarps * 32)
             In mu_n[kCoefAhead], sp_n[kCoefAhead];
 #pragma unroll
             for (int d = 0; d < kCoefAhead; d++) {
-                const int qd = warp + d * kCoefWarps;
+                const int qd = first + d * STEP;
                 mu_n[d] = qd < nj && live ? coef_in<FAST>(mt, mo + (j0 + qd) * mt.stride[2]) : In(0);
                 sp_n[d] = qd < nj && live ? coef_in<FAST>(st, so + (j0 + qd) * st.stride[2]) : In(0);
             }
-            for (int q = warp; q < nj && live; q += kCoefWarps) {
+            for (int q = first; q < nj && live; q += STEP) {
                 const int64_t j = j0 + q;
                 const double mu = (double)mu_n[0], sp = (double)sp_n[0];
 #pragma unroll
@@ -109,7 +115,7 @@ __global__ void __launch_bounds__(kCoefWarps * 32)
                     mu_n[d] = mu_n[d + 1];
                     sp_n[d] = sp_n[d + 1];
                 }
-                const int qn = q + kCoefAhead * kCoefWarps;
+                const int qn = q + kCoefAhead * STEP;
                 if (qn < nj) {
                     mu_n[kCoefAhead - 1] = coef_in<FAST>(mt, mo + (j0 + qn) * mt.stride[2]);
                     sp_n[kCoefAhead - 1] = coef_in<FAST>(st, so + (j0 + qn) * st.stride[2]);
@@ -117,25 +123,25 @@ __global__ void __launch_bounds__(kCoefWarps * 32)
                 double a = 0, bb = 0, kt = 0;
                 const int32_t kind = FAST ? (int32_t)MAS_SPREAD_LOG_STD : prm.spread_kind;
                 bool ok = mas_gauss_coef_dim(mu, sp, kind, &a, &bb, &kt);
-                park[q][lane] = kt;
+                park[q][g] = kt;
                 const TC a_r = (TC)a, b_r = (TC)bb;
                 out[(1 + j) * c1] = a_r;
                 out[(1 + J + j) * c1] = b_r;
-                if (!ok || !mas_gauss_coef_stored_ok((double)a_r, (double)b_r)) good[lane] = 0;
+                if (!ok || !mas_gauss_coef_stored_ok((double)a_r, (double)b_r)) good[g] = 0;
             }
             __syncthreads();
-            if (warp == 0 && live)
-                for (int q = 0; q < nj; q++) k_sum = __dadd_rn(k_sum, park[q][lane]);
+            if (summer && live)
+                for (int q = 0; q < nj; q++) k_sum = __dadd_rn(k_sum, park[q][g]);
         }
         __syncthreads(); /* every warp's good[] */
-        if (warp == 0 && live) {
+        if (summer && live) {
             double log_w = 0;
             if (prm.log_weights.data)
                 log_w = load_elem<double>(prm.log_weights.data, prm.log_weights.dtype,
                                           b * prm.log_weights.stride[0] + k * prm.log_weights.stride[2]);
             const TC k_r = (TC)mas_gauss_coef_k(log_w, k_sum);
             out[0] = k_r;
-            if (!good[lane] || !mas_gauss_log_weight_ok(log_w) ||
+            if (!good[g] || !mas_gauss_log_weight_ok(log_w) ||
                 !mas_gauss_coef_k_ok((double)k_r, log_w))
                 report_error(error_word, b * M + k, MAS_ERR_BAD_MODEL);
         }
@@ -143,13 +149,17 @@ __global__ void __launch_bounds__(kCoefWarps * 32)
 }
 
 template <typename TC>
-void launch_coef(const mas_gauss_params &prm, const mas_tensor3 &coef, unsigned blocks,
-                 cudaStream_t s, uint64_t *error_word, void *clear, size_t clear_bytes,
-                 int cc_major) {
+void launch_coef(const mas_gauss_params &prm, const mas_tensor3 &coef, const DeviceInfo &dev,
+                 cudaStream_t s, uint64_t *error_word, void *clear, size_t clear_bytes) {
     const bool fast = prm.means.dtype == MAS_FLOAT32 && prm.spread.dtype == MAS_FLOAT32 &&
                       prm.spread_kind == MAS_SPREAD_LOG_STD;
-    auto kernel = fast ? gauss_coef_kernel<TC, true> : gauss_coef_kernel<TC, false>;
-    launch_dependent(cc_major, kernel, dim3(blocks), dim3(kCoefWarps * 32), 0, s, prm,
+    const int64_t items = prm.means.dim[0], M = prm.means.dim[1];
+    const int G = coef_tile(items, M, dev.sms);
+    const int64_t tiles = items * ((M + G - 1) / G), most = (int64_t)dev.sms * 16;
+    const unsigned blocks = (unsigned)(tiles < most ? tiles : most);
+    auto kernel = fast ? (G == 16 ? gauss_coef_kernel<TC, true, 16> : gauss_coef_kernel<TC, true, 32>)
+                       : (G == 16 ? gauss_coef_kernel<TC, false, 16> : gauss_coef_kernel<TC, false, 32>);
+    launch_dependent(dev.cc_major, kernel, dim3(blocks), dim3(kCoefWarps * 32), 0, s, prm,
                      (TC *)coef.data, coef.stride[0], coef.stride[1], coef.stride[2], error_word,
                      (uint4 *)clear, (int64_t)(clear_bytes / sizeof(uint4)));
 }
@@ -346,6 +356,12 @@ mas_status dispatch_loglik(const LLParams &p, const DeviceInfo *dev, cudaStream_
 
 } // namespace
 
+int mas_cuda::coef_tile(int64_t items, int64_t M, int sms) {
+    const int64_t t32 = items * ((M + 31) / 32), t16 = items * ((M + 15) / 16);
+    const int64_t per32 = (t32 + sms - 1) / sms * 32, per16 = (t16 + sms - 1) / sms * 16;
+    return per16 * 6 < per32 * 5 ? 16 : 32;
+}
+
 mas_status mas_cuda::gauss_coef_and_clear(const mas_gauss_params *params, const mas_tensor3 *coef,
                                            cudaStream_t s, uint64_t *error_word, void *clear,
                                            size_t clear_bytes) {
@@ -353,14 +369,10 @@ mas_status mas_cuda::gauss_coef_and_clear(const mas_gauss_params *params, const 
     if (st != MAS_OK) return st;
     DeviceInfo dev;
     if ((st = current_device(&dev)) != MAS_OK) return st;
-    const int64_t tiles = params->means.dim[0] * ((params->means.dim[1] + 31) / 32);
-    int64_t blocks = tiles < (int64_t)dev.sms * 16 ? tiles : (int64_t)dev.sms * 16;
     if (coef->dtype == MAS_FLOAT32)
-        launch_coef<float>(*params, *coef, (unsigned)blocks, s, error_word, clear, clear_bytes,
-                           dev.cc_major);
+        launch_coef<float>(*params, *coef, dev, s, error_word, clear, clear_bytes);
     else
-        launch_coef<double>(*params, *coef, (unsigned)blocks, s, error_word, clear, clear_bytes,
-                           dev.cc_major);
+        launch_coef<double>(*params, *coef, dev, s, error_word, clear, clear_bytes);
     return cudaGetLastError() == cudaSuccess ? MAS_OK : MAS_ERR_CUDA;
 }
 

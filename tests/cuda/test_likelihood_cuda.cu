@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "common/gauss_coef.h"
+#include "cuda/coef_launch.h"
 #include "cuda_check.h"
 #include "mas.h"
 #include "test_common.h"
@@ -422,9 +423,26 @@ static void error_cases() {
     CHECK(mas_loglik_cuda(&a, nullptr, 0, nullptr, d_word.p) == MAS_ERR_BAD_SHAPE, "out shape");
 }
 
+/* The coefficient kernel's tiles (coef_tile, lib/cuda/coef_launch.h): 16
+ * where tiles of 32 fall unevenly on the multiprocessors (B=32 T=150 on
+ * 132: 160 tiles, two on 28 of them), 32 where they fall evenly (T=256,
+ * T=512) and for a large model on any device. Host arithmetic: runs
+ * without a GPU too. */
+static void coef_tiles() {
+    snprintf(g_case, sizeof g_case, "coefficient tiles");
+    const int h200 = 132, sm86 = 84;
+    CHECK(mas_cuda::coef_tile(32, 150, h200) == 16, "B=32 T=150 on 132: tiles of 16 expected");
+    CHECK(mas_cuda::coef_tile(32, 256, h200) == 32, "B=32 T=256 on 132: tiles of 32 expected");
+    CHECK(mas_cuda::coef_tile(32, 512, h200) == 32, "B=32 T=512 on 132: tiles of 32 expected");
+    CHECK(mas_cuda::coef_tile(1, 5, h200) == 16, "one short item: tiles of 16 expected");
+    CHECK(mas_cuda::coef_tile(1, 100000, h200) == 32 && mas_cuda::coef_tile(1, 100000, sm86) == 32,
+          "100000 Gaussians: tiles of 32 expected");
+}
+
 int main(int argc, char **argv) {
     bool small = false;
-    if (!test_start(argc, argv, &small)) return 0;
+    coef_tiles();
+    if (!test_start(argc, argv, &small)) return g_failures ? 1 : 0;
     error_cases();
     const int32_t dtypes[4] = {MAS_FLOAT32, MAS_FLOAT64, MAS_FLOAT16, MAS_BFLOAT16};
     const int rounds = small ? 12 : 60;
@@ -458,6 +476,13 @@ int main(int argc, char **argv) {
         Case g = {2, small ? 70 : 260, 16, 0, small ? 20 : 140, true, false, true, r == 0, true,
                   false, false, r == 1, r == 0, MAS_FLOAT32, MAS_PRECISION_DEFAULT, 0, true};
         g.M = g.n_states;
+        run_case(g);
+    }
+    /* a model of 100000 Gaussians: the coefficient kernel's tiles of 32
+     * (coef_tiles), which the other small cases do not take */
+    {
+        Case g = {1, 4, 3, 100000, 100000, false, false, true, true, false,
+                  false, false, false, false, MAS_FLOAT32, MAS_PRECISION_DEFAULT, 0, true};
         run_case(g);
     }
     /* every state G Gaussians, stated: the register log-add kernel
