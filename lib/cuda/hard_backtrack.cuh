@@ -125,10 +125,10 @@ __device__ __forceinline__ WalkLane walk_lane(int top_before, int first_group, i
  * (three). The asm writes m before it reads bit, which is right only while
  * nvcc gives them different registers: it may share one between an input
  * and an in/out operand that hold the same value, and did so in session
- * 20's lab walk, whose m and first bit were both 1 (bench/lab/
- * backtrack_cluster.patch). Here m starts at 1 << 31 against a first bit
- * of 1, and is data-dependent after (the PTX of hard_mas.cu: no step
- * shares them). */
+ * 20's lab walk, whose m and first bit were both 1 (now
+ * hard_backtrack_block.cuh's walk_step_left, which records the bit first).
+ * Here m starts at 1 << 31 against a first bit of 1, and is
+ * data-dependent after (the PTX of hard_mas.cu: no step shares them). */
 __device__ __forceinline__ void walk_step(uint32_t &m, uint32_t &mv, uint32_t w, uint32_t bit) {
     asm("{\n\t.reg .pred p;\n\t.reg .b32 t;\n\t"
         "and.b32 t, %0, %2;\n\tsetp.ne.u32 p, t, 0;\n\t"
