@@ -10,7 +10,9 @@
 # Device: run(command="VAR=MAS_LAB_COEF VALUES='none sel w16 sel16' bash bench/gpu_variants.sh")
 # Env: VAR, VALUES (space-separated; "none" leaves VAR unset), SHAPES and N
 # as bench/fused_ab.py, ROUNDS; TESTS="test_fused_cuda ..." compiles and runs
-# those CUDA test programs with --small under each value after the timings.
+# those CUDA test programs with --small under each value after the timings;
+# SANITIZE=1 then runs each under compute-sanitizer memcheck and racecheck
+# with the last value (the variant a lab would land).
 # Output: $OUT/variants.log (or build-variants/variants.log).
 set -u -o pipefail
 cd "$(dirname "$0")/.."
@@ -41,6 +43,14 @@ for t in ${TESTS:-}; do
     "$B/libmas.a" -lm -lpthread -o "$B/$t" >"$B/nvcc_$t.log" 2>&1 || { tail -5 "$B/nvcc_$t.log" >>"$LOG"; continue; }
   for v in $VALUES; do
     echo "=== $t --small, $VAR=$v: $(run_as "$v" timeout 120 "$B/$t" --small 2>&1 | tail -1)" >>"$LOG"
+  done
+done
+last=${VALUES##* }
+for t in ${TESTS:-}; do
+  [ "${SANITIZE:-0}" = 1 ] && [ -x "$B/$t" ] || continue
+  for tool in memcheck racecheck; do
+    echo "=== $tool $t 7 --small, $VAR=$last: $(run_as "$last" timeout 300 compute-sanitizer \
+      --tool $tool --print-limit 20 "$B/$t" 7 --small 2>&1 | grep -E "SUMMARY|checks" | tr '\n' ' ')" >>"$LOG"
   done
 done
 echo "done: $((SECONDS - t0)) s" >>"$LOG"
