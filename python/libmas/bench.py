@@ -242,6 +242,24 @@ def cuda_table(rows):
 
 # ------------------------------------------------------------------ output
 
+def run_table(args, what, bench_cuda, bench_cpu):
+    """bench_cuda(args) or bench_cpu(args) by args.device, each returning
+    (rows, markdown table); prints the table under a line naming libmas, what
+    is timed, the device and the time, and the command. Returns the rows."""
+    rows, table = bench_cuda(args) if args.device == "cuda" else bench_cpu(args)
+    if args.device == "cuda":
+        import torch
+
+        device = torch.cuda.get_device_name()
+    else:
+        device = f"{_cpu_name()}, {os.cpu_count()} cores"
+    print(f"libmas {__version__} (C {_C.version()}) {what} on {device}, "
+          f"{datetime.datetime.now().isoformat(timespec='seconds')}")
+    print("command: python -m libmas " + " ".join(sys.argv[1:]) + "\n")
+    print(table)
+    return rows
+
+
 def _cpu_name():
     try:
         with open("/proc/cpuinfo") as f:

@@ -17,8 +17,6 @@ backward against ``forward_sum(gaussian_loglik(...))`` with autograd (time,
 its largest kernels, peak memory, log_z bits).
 """
 
-import datetime
-import os
 import statistics
 import sys
 import time
@@ -26,7 +24,7 @@ import tracemalloc
 
 import numpy as np
 
-from . import _C, __version__, fused, hard, likelihood, soft
+from . import _C, fused, hard, likelihood, soft
 
 CPU_SHAPES = ((8, 100, 400), (8, 256, 1024), (32, 150, 800), (4, 512, 2048))
 CUDA_SHAPES = ((32, 150, 800), (32, 512, 2048), (16, 1024, 4096), (8, 4096, 32768))
@@ -347,17 +345,6 @@ def _short(name):
 
 
 def run(args):
-    rows, table = bench_cuda(args) if args.device == "cuda" else bench_cpu(args)
-    if args.device == "cuda":
-        import torch
+    from .bench import run_table
 
-        device = torch.cuda.get_device_name()
-    else:
-        from .bench import _cpu_name
-
-        device = f"{_cpu_name()}, {os.cpu_count()} cores"
-    print(f"libmas {__version__} (C {_C.version()}) fused Gaussian alignment on {device}, "
-          f"{datetime.datetime.now().isoformat(timespec='seconds')}")
-    print("command: python -m libmas " + " ".join(sys.argv[1:]) + "\n")
-    print(table)
-    return rows
+    return run_table(args, "fused Gaussian alignment", bench_cuda, bench_cpu)

@@ -23,7 +23,6 @@ Work counted: 2 * N * M * (2J+1) flops per GMM call (the expansion GEMM),
 """
 
 import ctypes
-import datetime
 import math
 import os
 import statistics
@@ -32,7 +31,7 @@ import time
 
 import numpy as np
 
-from . import _C, __version__, _peaks, likelihood
+from . import _C, _peaks, likelihood
 
 
 def _progress(text):
@@ -291,17 +290,6 @@ def bench_cuda(args):
 
 
 def run(args):
-    rows, table = bench_cuda(args) if args.device == "cuda" else bench_cpu(args)
-    if args.device == "cuda":
-        import torch
+    from .bench import run_table
 
-        device = torch.cuda.get_device_name()
-    else:
-        from .bench import _cpu_name
-
-        device = f"{_cpu_name()}, {os.cpu_count()} cores"
-    print(f"libmas {__version__} (C {_C.version()}) likelihoods on {device}, "
-          f"{datetime.datetime.now().isoformat(timespec='seconds')}")
-    print("command: python -m libmas " + " ".join(sys.argv[1:]) + "\n")
-    print(table)
-    return rows
+    return run_table(args, "likelihoods", bench_cuda, bench_cpu)
