@@ -119,22 +119,30 @@ __device__ __forceinline__ WalkLane walk_lane(int top_before, int first_group, i
     return WalkLane{(lo >> 5) - first_group, lo & 31};
 }
 
-/* One frame of a lane's walk: a move is the current token's bit. Written
- * with a predicate, so that a frame is two dependent instructions (a LOP3
- * that sets it, a shift under it); as C, nvcc shifted by a selected 0 or 1
- * (three). The asm writes m before it reads bit, which is right only while
- * nvcc gives them different registers: it may share one between an input
- * and an in/out operand that hold the same value, and did so in session
- * 20's lab walk, whose m and first bit were both 1 (now
- * hard_backtrack_block.cuh's walk_step_left, which records the bit first).
- * Here m starts at 1 << 31 against a first bit of 1, and is
- * data-dependent after (the PTX of hard_mas.cu: no step shares them). */
+/* One frame of a lane's walk: a move is the current token's bit, recorded
+ * in mv; then the one-hot m follows it, right (LEFT false: bit j of m is
+ * token 31 - j of the word) or left (bit-reversed words,
+ * hard_backtrack_block.cuh). Written with a predicate, so that a frame is
+ * two dependent instructions (a LOP3 that sets it, a shift under it); as
+ * C, nvcc shifted by a selected 0 or 1 (three). The bit is recorded before
+ * m is written: nvcc may give an input the register of an in/out operand
+ * holding the same value, and where m and the bit were both 1 on a first
+ * step a shift first recorded the move as the shifted bit (session 20's
+ * lab walk: a window's top frame moved to the next token). */
+template <bool LEFT>
 __device__ __forceinline__ void walk_step(uint32_t &m, uint32_t &mv, uint32_t w, uint32_t bit) {
-    asm("{\n\t.reg .pred p;\n\t.reg .b32 t;\n\t"
-        "and.b32 t, %0, %2;\n\tsetp.ne.u32 p, t, 0;\n\t"
-        "@p shr.b32 %0, %0, 1;\n\t@p or.b32 %1, %1, %3;\n\t}"
-        : "+r"(m), "+r"(mv)
-        : "r"(w), "r"(bit));
+    if constexpr (LEFT)
+        asm("{\n\t.reg .pred p;\n\t.reg .b32 t;\n\t"
+            "and.b32 t, %0, %2;\n\tsetp.ne.u32 p, t, 0;\n\t"
+            "@p or.b32 %1, %1, %3;\n\t@p shl.b32 %0, %0, 1;\n\t}"
+            : "+r"(m), "+r"(mv)
+            : "r"(w), "r"(bit));
+    else
+        asm("{\n\t.reg .pred p;\n\t.reg .b32 t;\n\t"
+            "and.b32 t, %0, %2;\n\tsetp.ne.u32 p, t, 0;\n\t"
+            "@p or.b32 %1, %1, %3;\n\t@p shr.b32 %0, %0, 1;\n\t}"
+            : "+r"(m), "+r"(mv)
+            : "r"(w), "r"(bit));
 }
 
 /* The two windows' walks side by side on the staged rows st (window i's
@@ -157,8 +165,8 @@ __device__ __forceinline__ void walk_pair(const uint32_t *st, WalkLane p0, WalkL
         for (int e = 0; e < 4; ++e) {
             const int k = 4 * q + e;
             if (k < kWalkFrames) {
-                walk_step(m0, mv0, __funnelshift_r(l0[e], h0[e], (unsigned)p0.shift), 1u << k);
-                walk_step(m1, mv1, __funnelshift_r(l1[e], h1[e], (unsigned)p1.shift), 1u << k);
+                walk_step<false>(m0, mv0, __funnelshift_r(l0[e], h0[e], (unsigned)p0.shift), 1u << k);
+                walk_step<false>(m1, mv1, __funnelshift_r(l1[e], h1[e], (unsigned)p1.shift), 1u << k);
             }
         }
     }

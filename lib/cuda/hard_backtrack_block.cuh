@@ -74,21 +74,6 @@ __device__ __forceinline__ int cluster_load(const int *p, int rank) {
 #endif
 }
 
-/* One frame of a walk on bit-reversed words: a move is the current token's
- * bit; then the one-hot m moves left (bit j: token start - j). The move's
- * bit is recorded before m is written: nvcc may give an input the register
- * of an in/out operand holding the same value, and on the first step m and
- * the bit are both 1 (that was this kernel's fault in session 20: the first
- * step's move was recorded as bit 1, which moved a window's top frame to
- * the next token and left run begins unwritten). */
-__device__ __forceinline__ void walk_step_left(uint32_t &m, uint32_t &mv, uint32_t w, uint32_t bit) {
-    asm("{\n\t.reg .pred p;\n\t.reg .b32 t;\n\t"
-        "and.b32 t, %0, %2;\n\tsetp.ne.u32 p, t, 0;\n\t"
-        "@p or.b32 %1, %1, %3;\n\t@p shl.b32 %0, %0, 1;\n\t}"
-        : "+r"(m), "+r"(mv)
-        : "r"(w), "r"(bit));
-}
-
 /* Two windows' walks side by side from every lane's start, on the reversed
  * rows g - 1 and g (lo, hi: the window's first frame of each): the moves of
  * each start. */
@@ -111,8 +96,8 @@ __device__ __forceinline__ void block_walk_pair(const uint32_t *lo0, const uint3
 #pragma unroll
         for (int e = 3; e >= 0; --e) {
             const uint32_t bit = 1u << (31 - 4 * q - e); /* frame 4q + e is step 31 - 4q - e */
-            walk_step_left(m0, mv0, __funnelshift_r(h0[e], l0[e], shift), bit);
-            walk_step_left(m1, mv1, __funnelshift_r(h1[e], l1[e], shift), bit);
+            walk_step<true>(m0, mv0, __funnelshift_r(h0[e], l0[e], shift), bit);
+            walk_step<true>(m1, mv1, __funnelshift_r(h1[e], l1[e], shift), bit);
         }
     }
 }

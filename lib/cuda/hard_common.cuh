@@ -266,16 +266,21 @@ static inline size_t backtrack_block_smem(int64_t groups, int64_t S, int c) {
 }
 constexpr size_t kBacktrackBlockSmem = 160 * 1024;
 constexpr int kMaxCluster = 8; /* the portable cluster size */
-/* Whether hard_finish may take the block form (clusters of up to
- * kMaxCluster blocks from sm_90 on, one block before) on a device that lets
- * a block opt in to smem_optin bytes (less the launch's 1 KB margin). It
- * still takes the warp form where the cluster cannot be placed. */
+/* The shared memory hard_finish gives a block of hard_backtrack_block on a
+ * device that lets a block opt in to smem_optin bytes (less the launch's
+ * 1 KB margin), and the largest cluster it uses (clusters from sm_90 on). */
+static inline size_t backtrack_block_budget(int smem_optin) {
+    if (smem_optin <= 1024) return 0;
+    const size_t room = (size_t)smem_optin - 1024;
+    return room < kBacktrackBlockSmem ? room : kBacktrackBlockSmem;
+}
+static inline int backtrack_cluster_most(int cc_major) { return cc_major >= 9 ? kMaxCluster : 1; }
+/* Whether hard_finish may take the block form: the item's share fits the
+ * budget in clusters of up to backtrack_cluster_most blocks. It still takes
+ * the warp form where the cluster cannot be placed. */
 static inline bool backtrack_block_fits(int64_t groups, int64_t S, int smem_optin, int cc_major) {
-    if (smem_optin <= 1024) return false;
-    size_t budget = kBacktrackBlockSmem;
-    if ((size_t)smem_optin < budget + 1024) budget = (size_t)smem_optin - 1024;
-    const int most = cc_major >= 9 ? kMaxCluster : 1;
-    for (int c = 1; c <= most; c *= 2)
+    const size_t budget = backtrack_block_budget(smem_optin);
+    for (int c = 1; c <= backtrack_cluster_most(cc_major); c *= 2)
         if (backtrack_block_smem(groups, S, c) <= budget) return true;
     return false;
 }

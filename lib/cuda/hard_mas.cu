@@ -280,17 +280,17 @@ int clusters_at_once(cudaLaunchConfig_t cfg, int c, const Device &dev) {
  * kMaxCluster blocks (sm_90 on; one block elsewhere): clusters as large as
  * two blocks a multiprocessor allow (B=32 T=150 S=800: 4, 10 KB a
  * block), larger where the share does not fit (B=16 T=1024 S=4096: 8,
- * 134 KB). Returns false when it did not
- * launch (the warp an item then). */
+ * 134 KB). Returns false when it did not launch (the warp an item
+ * then). */
 bool launch_backtrack_block(BacktrackArgs ba, int64_t groups, const Device &dev, cudaStream_t s) {
     static KernelCache cache;
-    const int most = dev.cc_major >= 9 ? kMaxCluster : 1;
-    size_t budget = kBacktrackBlockSmem;
-    if ((size_t)dev.smem_optin < budget + 1024) budget = (size_t)dev.smem_optin - 1024;
+    if (!backtrack_block_fits(groups, ba.S, dev.smem_optin, dev.cc_major)) return false;
+    const int most = backtrack_cluster_most(dev.cc_major);
+    const size_t budget = backtrack_block_budget(dev.smem_optin);
     int c = 1;
     while (c < most && ba.B * 2 * c <= dev.sms) c *= 2;
     while (c < most && backtrack_block_smem(groups, ba.S, c) > budget) c *= 2;
-    if (backtrack_block_smem(groups, ba.S, c) > budget || ba.B * c > 0x7fffffff) return false;
+    if (ba.B * c > 0x7fffffff) return false;
     cudaLaunchConfig_t cfg = {};
     /* the cluster, then the dependent launch (dependent_launch.cuh), which
      * the occupancy query is not asked about */
