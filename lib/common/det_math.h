@@ -59,13 +59,10 @@ DM_FN double mas_det_pow2(int e) {
         1.98412698412698413e-04, 1.38888888888888894e-03, 8.33333333333333322e-03,               \
         4.16666666666666644e-02, 1.66666666666666657e-01, 0.5
 
-/* e^x: x = n ln2 + r with |r| <= ln2/2 (Cody-Waite, ln2 in two parts), e^r
- * by its Taylor polynomial to degree 13 (error < 2e-17 on that range), then
- * scaled by 2^n. */
-DM_FN double mas_det_exp(double x) {
-    if (x != x) return x;
-    if (x > 709.782712893384) return HUGE_VAL;
-    if (x < -745.2) return 0.0;
+/* e^x = p 2^e for the x of mas_det_exp's ordinary case: x = n ln2 + r
+ * with |r| <= ln2/2 (Cody-Waite, ln2 in two parts), p = e^r by its Taylor
+ * polynomial to degree 13 (error < 2e-17 on that range), e = n. */
+DM_FN double mas_det_exp_poly(double x, int *e) {
     const double log2e = MAS_DET_LOG2E, ln2_hi = MAS_DET_LN2_HI, ln2_lo = MAS_DET_LN2_LO;
     double n = rint(DM_MUL(x, log2e));
     double r = fma(-n, ln2_hi, x);
@@ -75,14 +72,32 @@ DM_FN double mas_det_exp(double x) {
     for (int k = 1; k < 12; k++) p = fma(p, r, inv_fact[k]);
     p = fma(p, r, 1.0);
     p = fma(p, r, 1.0);
+    *e = (int)n;
+    return p;
+}
+
+/* e^x: mas_det_exp_poly, then scaled by 2^e. */
+DM_FN double mas_det_exp(double x) {
+    if (x != x) return x;
+    if (x > 709.782712893384) return HUGE_VAL;
+    if (x < -745.2) return 0.0;
+    int e;
+    const double p = mas_det_exp_poly(x, &e);
     /* 2^n in two steps so that n down to -1075 (subnormal results) is exact */
-    int e = (int)n;
     /* 2^e built from its bits, not ldexp (on the device a software routine):
      * the same bits, since both are the correctly rounded p * 2^e (p in
      * [0.7, 1.42]: the only rounding is into the subnormals, once either
      * way). */
     if (e < -1000) return DM_MUL(DM_MUL(p, mas_det_pow2(e + 1000)), mas_det_pow2(-1000));
     if (e > 1023) return DM_MUL(DM_MUL(p, mas_det_pow2(1023)), 2.0); /* x near 709.78 */
+    return DM_MUL(p, mas_det_pow2(e));
+}
+
+/* mas_det_exp(x) for |x| < 690 (n within [-996, 996]: none of its special
+ * cases or scalings), without their tests. */
+DM_FN double mas_det_exp_ordinary(double x) {
+    int e;
+    const double p = mas_det_exp_poly(x, &e);
     return DM_MUL(p, mas_det_pow2(e));
 }
 

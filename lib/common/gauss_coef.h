@@ -61,6 +61,32 @@ DM_FN int mas_gauss_coef_dim(double mu, double spread, int32_t kind, double *a, 
     return mas_gauss_coef_rest(mu, inv, log_var, a, b, k_term);
 }
 
+/* mas_gauss_coef_dim for a float32 mean and log-std spread: the same
+ * values and the same verdict, with the range cases told apart on the
+ * float inputs. For a finite mean and |log_std| < 340 the exp's argument
+ * -2 log_std lies within (-680, 680), where mas_det_exp takes its ordinary
+ * case, 1/var is finite and positive and b = -0.5/var finite and nonzero:
+ * only a and the K term can still overflow. Everything else goes to
+ * mas_gauss_coef_dim. Why: on CUDA the tests in float64 were most of the
+ * coefficient kernel's instructions (likelihood.cu). */
+DM_FN int mas_gauss_coef_dim_log_std_f32(float mu, float log_std, double *a, double *b,
+                                         double *k_term) {
+    if (!(mu - mu == 0.0f) || !(log_std < 340.0f && log_std > -340.0f))
+        return mas_gauss_coef_dim((double)mu, (double)log_std, MAS_SPREAD_LOG_STD, a, b, k_term);
+    const double m = (double)mu, ls = (double)log_std;
+    const double inv = mas_det_exp_ordinary(mas_gauss_log_std_arg(ls));
+    *a = DM_MUL(m, inv);
+    *b = DM_MUL(-0.5, inv);
+    *k_term = DM_ADD(DM_ADD(MAS_LOG_2PI, DM_MUL(2.0, ls)), DM_MUL(DM_MUL(m, m), inv));
+    return *a - *a == 0 && *k_term - *k_term == 0;
+}
+
+/* mas_gauss_coef_stored_ok on float32 values (the same verdict: a float's
+ * widening keeps it finite or not, zero or not). */
+DM_FN int mas_gauss_coef_stored_ok_f32(float a, float b) {
+    return a - a == 0.0f && b - b == 0.0f && b != 0.0f;
+}
+
 /* K from the log weight and the sum of the k terms. */
 DM_FN double mas_gauss_coef_k(double log_w, double k_sum) {
     return DM_ADD(log_w, DM_MUL(-0.5, k_sum));

@@ -775,11 +775,63 @@ static void test_coef_lanes(ts_rng *rng) {
     ts_case_end();
 }
 
+/* mas_gauss_coef_dim_log_std_f32 (the range cases told apart on the
+ * float inputs) against mas_gauss_coef_dim, bit for bit, verdicts and all
+ * three outputs: random means and log-stds, the edges of its ordinary
+ * range (|log_std| < 340) and of the exp's special cases beyond it (the
+ * subnormal scaling from ~346.6, underflow and overflow from ~354.9 and
+ * ~372.5), means whose a or K term overflows, NaN, infinities, signed
+ * zeros, subnormals; and mas_gauss_coef_stored_ok_f32 against
+ * mas_gauss_coef_stored_ok on the floats widened. */
+static void test_coef_dim_f32(ts_rng *rng) {
+    ts_case_begin("gauss_coef: float32 log-std dimension = general definition, bit for bit");
+    const float ls_edges[] = {0.0f, -0.0f, 1e-40f, -1e-40f, 339.99997f, -339.99997f, 340.0f,
+                              -340.0f, 340.00003f, -340.00003f, 346.0f, 347.0f, 350.0f, -350.0f,
+                              354.8f, 354.9f, 355.0f, -355.0f, 372.5f, -372.5f, 372.6f,
+                              -372.6f, 400.0f, -400.0f, 3.4e38f, -3.4e38f, NAN, INFINITY,
+                              -INFINITY};
+    const float mu_edges[] = {0.0f, -0.0f, 1e-40f, 1.0f, -3.0f, 1e19f, -1e19f, 1e38f,
+                              3.4e38f, -3.4e38f, NAN, INFINITY, -INFINITY};
+    const int n_ls = (int)(sizeof ls_edges / sizeof ls_edges[0]);
+    const int n_mu = (int)(sizeof mu_edges / sizeof mu_edges[0]);
+    int64_t bad = 0, bad_stored = 0, cases = 0;
+    for (int i = 0; i < 400000; i++) {
+        float mu, ls;
+        if (i < n_ls * n_mu) {
+            mu = mu_edges[i % n_mu];
+            ls = ls_edges[i / n_mu];
+        } else {
+            mu = (float)(ts_rng_uniform(rng, -1, 1) * ldexp(1, (int)ts_rng_uniform(rng, -20, 70)));
+            ls = i % 4 ? (float)ts_rng_uniform(rng, -6, 6) : (float)ts_rng_uniform(rng, -420, 420);
+        }
+        double a0 = 0, b0 = 0, k0 = 0, a1 = 0, b1 = 0, k1 = 0;
+        const int ok0 = mas_gauss_coef_dim(mu, ls, MAS_SPREAD_LOG_STD, &a0, &b0, &k0);
+        const int ok1 = mas_gauss_coef_dim_log_std_f32(mu, ls, &a1, &b1, &k1);
+        if (ok0 != ok1 || ts_f64_bits(a0) != ts_f64_bits(a1) || ts_f64_bits(b0) != ts_f64_bits(b1) ||
+            ts_f64_bits(k0) != ts_f64_bits(k1)) {
+            if (bad < 5)
+                printf("coef_dim_f32(mu %.9g, log_std %.9g): ok %d a %.17g b %.17g k %.17g, "
+                       "general ok %d a %.17g b %.17g k %.17g\n",
+                       mu, ls, ok1, a1, b1, k1, ok0, a0, b0, k0);
+            bad++;
+        }
+        const float ar = (float)a0, br = (float)b0;
+        bad_stored += !mas_gauss_coef_stored_ok_f32(ar, br) != !mas_gauss_coef_stored_ok(ar, br);
+        bad_stored += !mas_gauss_coef_stored_ok_f32(mu, ls) != !mas_gauss_coef_stored_ok(mu, ls);
+        cases++;
+    }
+    TS_CHECK(bad == 0, "%lld of %lld dimensions differ from mas_gauss_coef_dim", (long long)bad,
+             (long long)cases);
+    TS_CHECK(bad_stored == 0, "%lld stored-value verdicts differ", (long long)bad_stored);
+    ts_case_end();
+}
+
 int main(int argc, char **argv) {
     ts_rng rng;
     ts_rng_init(&rng, ts_seed_from_args(argc, argv));
     test_det_exp_vector(&rng);
     test_coef_lanes(&rng);
+    test_coef_dim_f32(&rng);
     test_errors();
     test_tts_views(&rng);
     test_all_groupings(&rng);
