@@ -553,6 +553,15 @@ __global__ void __launch_bounds__(fused_threads(SPLIT, TC), SPLIT ? 1 : 2)
     if (warp != 0) return;
     finish_sweep<TA, K>(base, lane, X, q, guard, a.final_score + b,
                         a.group_flag + (size_t)b * a.groups, first_group, live_groups);
+    /* the slab is done: its words, flags and (last slab) final score, for
+     * a backtrack that reads an item's slabs as they end (hard_finish's
+     * slab_done; the other threads' words are ordered before by the
+     * barriers) */
+    __syncwarp();
+    if (lane == 0) {
+        __threadfence();
+        store_release(a.flags + ((size_t)b * a.max_slabs + slab) * kFlagStride + 1, 1);
+    }
 }
 
 } // namespace mas_cuda

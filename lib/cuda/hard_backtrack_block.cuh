@@ -32,7 +32,15 @@
  *
  * The work is (x_len/32) x (y_len/32) windows on C multiprocessors instead
  * of y_len/31 on one warp, so hard_finish takes this form only for items
- * whose share fits (backtrack_block_smem). */
+ * whose share fits (backtrack_block_smem).
+ *
+ * Streamed (a.slab_done: the fused forward, where its blocks leave an idle
+ * multiprocessor for each item's, backtrack_streams): one block an item,
+ * placed while the forward sweeps, copies, folds and walks the groups of
+ * each of the forward's slabs once that slab's flag is set; after the
+ * forward only the last slab's walks, the chain and the outputs are left
+ * (B=32 T=150 S=800, H200: 3 us of a call's 79). Its griddepcontrol.wait
+ * is its last step, so that it still ends after the forward. */
 #ifndef MAS_CUDA_HARD_BACKTRACK_BLOCK_CUH
 #define MAS_CUDA_HARD_BACKTRACK_BLOCK_CUH
 
@@ -110,7 +118,12 @@ __global__ void __launch_bounds__(32 * kBlockWarps) hard_backtrack_block(Backtra
     __shared__ int item_status;
     __shared__ double item_score;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, threads = blockDim.x;
-    dependent_wait(); /* a dependent launch (hard_finish): the forward's words */
+    /* a dependent launch (hard_finish): the forward's words. Streamed (one
+     * block an item), a slab's words are read once its flag is set and the
+     * wait is the kernel's last step, so that its end still follows the
+     * forward's. */
+    const bool streamed = a.slab_done != nullptr;
+    if (!streamed) dependent_wait();
     const int c = a.cluster, rank = (int)(blockIdx.x % (unsigned)c);
     const int64_t b = blockIdx.x / (unsigned)c;
     const int S = (int)a.S, tp = (int)a.groups * 32; /* tp: starts a window */
@@ -122,65 +135,87 @@ __global__ void __launch_bounds__(32 * kBlockWarps) hard_backtrack_block(Backtra
     int *const tops = below + tp;
 
     /* this block's windows [w0, w0 + nw) of the item's; their words of the
-     * groups below x_len, frames below y_len (16 bytes a copy where rows
-     * are 16-byte aligned), in flight during the item's checks */
+     * groups below x_len, frames below y_len */
     const bool lengths_ok = length_status(X64, Y64, a.T, a.S) == MAS_OK;
     const int X = lengths_ok ? (int)X64 : 0, Y = lengths_ok ? (int)Y64 : 0;
     const int live = (X + 31) / 32, windows = (Y + 31) / 32;
     const int w0 = rank * windows / c, nw = (rank + 1) * windows / c - w0;
     const int f0 = 32 * w0, f1 = min(32 * (w0 + nw), Y); /* frames copied */
     const uint32_t *src = a.bits + (size_t)b * a.groups * a.S;
-    if ((S & 3) == 0) {
-        for (int r = 0; r < live; ++r)
-            for (int f = f0 + 4 * tid; f < f1; f += 4 * threads)
-                copy16_async(words + r * row + (f - f0), src + (int64_t)r * S + f);
-    } else {
-        for (int r = 0; r < live; ++r)
-            for (int f = f0 + tid; f < f1; f += threads)
-                copy_elem_async(words + r * row + (f - f0), src + (int64_t)r * S + f, true);
-    }
-    async_commit();
-    if (warp == 0) {
-        double score;
-        const int status = backtrack_status(a, b, X64, Y64, lane, &score);
-        if (lane == 0) {
-            item_status = status;
-            item_score = score;
+    auto read_status = [&]() {
+        if (warp == 0) {
+            double score;
+            const int status = backtrack_status(a, b, X64, Y64, lane, &score);
+            if (lane == 0) {
+                item_status = status;
+                item_score = score;
+            }
+        }
+    };
+    /* groups [g0, g1) at a time: all at once, or streamed a slab's */
+    const int stage = streamed ? a.slab_groups : (live > 0 ? live : 1);
+    for (int g0 = 0; g0 < live; g0 += stage) {
+        const int g1 = min(live, g0 + stage);
+        if (streamed) {
+            if (tid == 0) {
+                const int *done = a.slab_done + ((size_t)b * a.max_slabs + g0 / stage) * kFlagStride;
+                while (load_acquire(done) == 0) backoff_sleep();
+            }
+            __syncthreads();
+        }
+        /* 16 bytes a copy where rows are 16-byte aligned; in flight during
+         * the item's checks at the last stage */
+        if ((S & 3) == 0) {
+            for (int r = g0; r < g1; ++r)
+                for (int f = f0 + 4 * tid; f < f1; f += 4 * threads)
+                    copy16_async(words + r * row + (f - f0), src + (int64_t)r * S + f);
+        } else {
+            for (int r = g0; r < g1; ++r)
+                for (int f = f0 + tid; f < f1; f += threads)
+                    copy_elem_async(words + r * row + (f - f0), src + (int64_t)r * S + f, true);
+        }
+        async_commit();
+        if (g1 == live) read_status();
+        async_wait<0>();
+        __syncthreads();
+
+        /* the rules folded in, bit-reversed: row -1 zeros; frames at or past
+         * y_len zeros (the walk from x_len - 1 at the top window's first
+         * frame stays there until y_len - 1); the token equal to the frame
+         * moves; token 0 never */
+        for (int r = g0 == 0 ? -1 : g0; r < g1; ++r)
+            for (int f = f0 + tid; f < 32 * (w0 + nw); f += threads) {
+                uint32_t w = r >= 0 && f < Y ? words[r * row + (f - f0)] : 0u;
+                const int d = f - 32 * r;
+                if (r >= 0 && d >= 0 && d < 32) w |= 1u << d;
+                if (r == 0) w &= ~1u;
+                words[r * row + (f - f0)] = __brev(w);
+            }
+        __syncthreads();
+
+        /* window i from every start of group g, for g in [g0, g1): rows g - 1
+         * and g, folded at this stage or the one before */
+        const int ng = g1 - g0, tasks = nw * ng;
+        for (int t0 = 2 * warp; t0 < tasks; t0 += 2 * kBlockWarps) {
+            const int t1 = t0 + 1 < tasks ? t0 + 1 : t0;
+            const int i0 = t0 / ng, i1 = t1 / ng;
+            const int gA = g0 + t0 - i0 * ng, gB = g0 + t1 - i1 * ng;
+            const uint32_t *lo0 = words + (gA - 1) * row + 32 * i0;
+            const uint32_t *lo1 = words + (gB - 1) * row + 32 * i1;
+            uint32_t mv0, mv1;
+            block_walk_pair(lo0, lo0 + row, lo1, lo1 + row, lane, mv0, mv1);
+            moves[i0 * tp + 32 * gA + lane] = mv0;
+            moves[i1 * tp + 32 * gB + lane] = mv1; /* the same words when t1 == t0 */
         }
     }
-    async_wait<0>();
+    if (live == 0) read_status();
     __syncthreads();
     const int status = item_status;
     backtrack_outputs_off_path(a, b, Y64, status, item_score, rank * threads + tid, c * threads);
-    if (status != MAS_OK) return; /* every block of the cluster: none waits */
-
-    /* the rules folded in, bit-reversed: row -1 zeros; frames at or past
-     * y_len zeros (the walk from x_len - 1 at the top window's first frame
-     * stays there until y_len - 1); the token equal to the frame moves;
-     * token 0 never */
-    for (int r = -1; r < live; ++r)
-        for (int f = f0 + tid; f < 32 * (w0 + nw); f += threads) {
-            uint32_t w = r >= 0 && f < Y ? words[r * row + (f - f0)] : 0u;
-            const int d = f - 32 * r;
-            if (r >= 0 && d >= 0 && d < 32) w |= 1u << d;
-            if (r == 0) w &= ~1u;
-            words[r * row + (f - f0)] = __brev(w);
-        }
-    __syncthreads();
-
-    const int tasks = nw * live;
-    for (int t0 = 2 * warp; t0 < tasks; t0 += 2 * kBlockWarps) {
-        const int t1 = t0 + 1 < tasks ? t0 + 1 : t0;
-        const int i0 = t0 / live, i1 = t1 / live;
-        const int g0 = t0 - i0 * live, g1 = t1 - i1 * live;
-        const uint32_t *lo0 = words + (g0 - 1) * row + 32 * i0;
-        const uint32_t *lo1 = words + (g1 - 1) * row + 32 * i1;
-        uint32_t mv0, mv1;
-        block_walk_pair(lo0, lo0 + row, lo1, lo1 + row, lane, mv0, mv1);
-        moves[i0 * tp + 32 * g0 + lane] = mv0;
-        moves[i1 * tp + 32 * g1 + lane] = mv1; /* the same words when t1 == t0 */
+    if (status != MAS_OK) { /* every block of the cluster: none waits */
+        if (streamed) dependent_wait();
+        return;
     }
-    __syncthreads();
 
     if (rank > 0) /* for the blocks below: each start's token below these windows */
         for (int t = tid; t < 32 * live; t += threads) {
@@ -214,6 +249,7 @@ __global__ void __launch_bounds__(32 * kBlockWarps) hard_backtrack_block(Backtra
     }
     cluster_barrier(c); /* every block's run begins; no shared load of another block after */
     backtrack_runs(a, b, X64, Y64, rank * threads + tid, c * threads);
+    if (streamed) dependent_wait();
 }
 
 } // namespace mas_cuda

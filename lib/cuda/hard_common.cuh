@@ -46,6 +46,13 @@ __device__ __forceinline__ int load_acquire(const int *p) {
     return v;
 }
 
+/* A polling thread's pause between loads of a flag (sm_70 on). */
+__device__ __forceinline__ void backoff_sleep() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+    __nanosleep(64);
+#endif
+}
+
 template <typename TV> struct AccOf { using type = float; };
 template <> struct AccOf<double> { using type = double; };
 
@@ -283,6 +290,17 @@ static inline bool backtrack_block_fits(int64_t groups, int64_t S, int smem_opti
     for (int c = 1; c <= backtrack_cluster_most(cc_major); c *= 2)
         if (backtrack_block_smem(groups, S, c) <= budget) return true;
     return false;
+}
+
+/* Whether the fused call streams its backtrack (hard_finish's slab_done):
+ * its forward took split_blocks blocks of one launch, one a multiprocessor
+ * or fewer (0: another form), lets the backtrack's blocks be placed at its
+ * start (early), and zeroed the slab-done flags (cleared); and each of the
+ * B items' backtrack blocks finds one of the sms multiprocessors it leaves
+ * idle, so that no block waits for one while it polls. */
+static inline bool backtrack_streams(int64_t split_blocks, bool cleared, bool early, int64_t B,
+                                     int sms) {
+    return split_blocks > 0 && cleared && early && B <= (int64_t)sms - split_blocks;
 }
 
 /* Running maximum that keeps NaN (and +inf, the largest value): checking the

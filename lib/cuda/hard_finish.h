@@ -22,11 +22,18 @@ namespace mas_cuda {
  * float64 (else float32). Item errors go to *error_word; item_status
  * (device [B], NULL: none): an item whose entry is not MAS_OK fails with
  * that status instead of the length rules' (the chain topologies' own
- * item checks, hard_chain.cu). Returns MAS_OK or MAS_ERR_CUDA. */
+ * item checks, hard_chain.cu). slab_done (device, NULL: none): the fused
+ * forward's slab-done flags (fused_forward.cuh), set once a slab of
+ * slab_groups groups has written its words, flags and final score; with
+ * them the block form, one block an item, starts as the forward's blocks
+ * are placed and reads each slab as it ends (the forward must have every
+ * block in place before it lets the backtrack's be placed). Returns MAS_OK
+ * or MAS_ERR_CUDA. */
 mas_status hard_finish(const HardLayout &L, unsigned char *ws, int64_t B, int64_t T, int64_t S,
                        const int64_t *x_len, const int64_t *y_len, bool score_f64,
                        const mas_hard_outputs *out, const DeviceInfo &dev, cudaStream_t s,
-                       uint64_t *error_word, const int *item_status = nullptr);
+                       uint64_t *error_word, const int *item_status = nullptr,
+                       const int *slab_done = nullptr, int slab_groups = 0);
 
 } // namespace mas_cuda
 

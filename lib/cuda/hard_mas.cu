@@ -288,8 +288,12 @@ bool launch_backtrack_block(BacktrackArgs ba, int64_t groups, const Device &dev,
     const int most = backtrack_cluster_most(dev.cc_major);
     const size_t budget = backtrack_block_budget(dev.smem_optin);
     int c = 1;
-    while (c < most && ba.B * 2 * c <= dev.sms) c *= 2;
-    while (c < most && backtrack_block_smem(groups, ba.S, c) > budget) c *= 2;
+    /* streamed: one block an item, where its words fit */
+    if (ba.slab_done && backtrack_block_smem(groups, ba.S, 1) > budget) ba.slab_done = nullptr;
+    if (!ba.slab_done) {
+        while (c < most && ba.B * 2 * c <= dev.sms) c *= 2;
+        while (c < most && backtrack_block_smem(groups, ba.S, c) > budget) c *= 2;
+    }
     if (ba.B * c > 0x7fffffff) return false;
     cudaLaunchConfig_t cfg = {};
     /* the cluster, then the dependent launch (dependent_launch.cuh), which
@@ -336,9 +340,13 @@ namespace mas_cuda {
 mas_status hard_finish(const HardLayout &L, unsigned char *ws, int64_t B, int64_t T, int64_t S,
                        const int64_t *x_len, const int64_t *y_len, bool score_f64,
                        const mas_hard_outputs *out, const DeviceInfo &dev, cudaStream_t s,
-                       uint64_t *error_word, const int *item_status) {
+                       uint64_t *error_word, const int *item_status, const int *slab_done,
+                       int slab_groups) {
     BacktrackArgs ba;
     ba.item_status = item_status;
+    ba.slab_done = slab_done;
+    ba.slab_groups = slab_groups;
+    ba.max_slabs = L.max_slabs;
     ba.B = B;
     ba.T = T;
     ba.S = S;

@@ -324,7 +324,8 @@ static void warp_placement() {
  * and in clusters of 4 (7 windows a block); the block form at the
  * benchmarks' rows in clusters of 8 on an H100 (227 KB a block), in one
  * block where a block gets 48 KB and clusters are not there (T=150 only);
- * the warp form for this file's warp-form case. */
+ * the warp form for this file's warp-form case; and when fused.cu streams
+ * the block form (backtrack_streams). */
 static void backtrack_forms() {
     snprintf(g_case, sizeof g_case, "backtrack forms");
     const auto smem = [](int64_t T, int64_t S, int c) {
@@ -344,6 +345,15 @@ static void backtrack_forms() {
           "one block of 48 KB (cc 8): T=150 S=800 should take the block form, T=256 S=1024 the warp form");
     CHECK(smem(2500, 2600, 8) > mas_cuda::kBacktrackBlockSmem && !fits(2500, 2600, h100, 9),
           "the warp-form case should take the warp form");
+    /* the streamed backtrack: B=32 T=150 (3 slabs an item) leaves 36 of 132 idle */
+    using mas_cuda::backtrack_streams;
+    CHECK(backtrack_streams(96, true, true, 32, 132), "B=32 T=150 on 132 SMs should stream");
+    CHECK(!backtrack_streams(128, true, true, 32, 132), "B=32 T=256: 4 idle SMs for 32 items");
+    CHECK(!backtrack_streams(0, true, true, 32, 132), "another forward form should not stream");
+    CHECK(!backtrack_streams(96, false, true, 32, 132), "flags not zeroed: no streaming");
+    CHECK(!backtrack_streams(96, true, false, 32, 132), "no early placement: no streaming");
+    CHECK(backtrack_streams(2, true, true, 1, 3) && !backtrack_streams(2, true, true, 2, 3),
+          "an item a block on the idle multiprocessors, no more");
 }
 
 int main(int argc, char **argv) {
