@@ -39,7 +39,7 @@
  * placed while the forward sweeps, copies, folds and walks the groups of
  * each of the forward's slabs once that slab's flag is set; after the
  * forward only the last slab's walks, the chain and the outputs are left
- * (B=32 T=150 S=800, H200: 3 us of a call's 79). Its griddepcontrol.wait
+ * (B=32 T=150 S=800, H200: a call 3 us shorter, of 79). Its griddepcontrol.wait
  * is its last step, so that it still ends after the forward. */
 #ifndef MAS_CUDA_HARD_BACKTRACK_BLOCK_CUH
 #define MAS_CUDA_HARD_BACKTRACK_BLOCK_CUH
