@@ -3,11 +3,9 @@
  * bench/lab/fused_stamps.patch adds (clock64 around the sweep warp's and
  * the compute warps' work of each tile and around each tile's barrier).
  *
- * Device, after `git apply bench/lab/fused_stamps.patch` and a build of
- * libmas.a (bench/gpu_build.sh ... mas):
- *   nvcc -std=c++17 -O2 -arch=sm_90 -Iinclude bench/lab/fused_stamps.cu \
- *     BUILD/libmas.a -lm -lpthread -o fused_stamps
- *   ./fused_stamps [B T S] (default 32 150 800), both precisions
+ * Device: run(command="bash bench/lab/fused_stamps.sh"), which builds
+ * libmas.a with the patch in a copy of the tree and this driver against
+ * it; `fused_stamps [B T S]` (default 32 150 800) runs both precisions.
  * Prints, a tile and averaged over the blocks of 20 calls: the sweep warp's
  * busy cycles, warp 1's (a compute warp on its own scheduler), warp 4's
  * (scheduler 0, the sweep warp's, in the float32 form; idle in TF32), the
