@@ -15,7 +15,7 @@ rm -rf "$SRC" && mkdir -p "$SRC" && cp -r include lib python tests CMakeLists.tx
 . bench/gpu_build.sh
 gpu_build "$SRC" "$B" "$(nproc)" "$B.log" mas >"$LOG" 2>&1 # its pkg step fails without _C: libmas.a is built
 [ -f "$B/libmas.a" ] || { tail -30 "$B.log" >>"$LOG"; exit 1; }
-nvcc -std=c++17 -O2 -arch=sm_"${MAS_CUDA_ARCH:-90}" -I"$SRC/include" "$SRC/bench/lab/fused_stamps.cu" \
+nvcc -std=c++17 -O2 -arch=sm_"${MAS_CUDA_ARCH:-90}" -I"$SRC/include" -I"$SRC/tests/cuda" "$SRC/bench/lab/fused_stamps.cu" \
   "$B/libmas.a" -lm -lpthread -o "$B/fused_stamps" >>"$LOG" 2>&1 || exit 1
 echo "build: $((SECONDS - t0)) s" >>"$LOG"
 for shape in "32 150 800" "32 256 1024"; do
