@@ -93,6 +93,8 @@ int main(int argc, char **argv) {
                (unsigned long long)(blocks / calls), tiles / blocks, clock_khz / 1000);
         printf("  sweep warp %.0f | warp 1 %.0f | warp 4 %.0f | period %.0f | set-up a block %.0f\n",
                st[0] / tiles, st[1] / tiles, st[2] / tiles, st[3] / tiles, st[6] / blocks);
+        printf("  sweep: settle %.0f | chunks %.0f | stores+put %.0f (a tile) | slab 0: sweep %.0f period %.0f over %.0f tiles\n",
+               st[7] / tiles, st[8] / tiles, st[9] / tiles, st[10] / (double)st[11], st[12] / (double)st[11], (double)st[11]);
     }
     return 0;
 }

@@ -35,7 +35,12 @@
  *      gaussian_loglik's TF32 kernel, and the sweep, now the bound, is
  *      unchanged (B=32 T=512 S=2048: forward 390 -> 282 us, H200);
  *   3. the cells go to two chunk tiles in hard_forward's token-row layout
- *      and warp 0 sweeps them.
+ *      and warp 0 sweeps them in the exchange form (kSweepExchange,
+ *      hard_forward.cuh): the threads that store the cells check the band's
+ *      for NaN/+inf (the sweep's guard, now off its instruction stream) and
+ *      the sweep trades scores and decision words through shared memory
+ *      with one shuffle a frame (0.109 -> 0.103 ms a call at B=32 T=150
+ *      S=800, 0.422 -> 0.381 at B=32 T=512 S=2048; H200, 2026-11-29).
  * Three forms (the host picks, fused.cu):
  *   - K = 2, two blocks a multiprocessor: all 8 warps compute, then warp 0
  *     sweeps while the others fill the next e and wait at the next tile's
@@ -140,13 +145,14 @@ __host__ __device__ inline size_t fused_stage_smem(int64_t J, int xs) {
 }
 
 /* Shared memory for slabs of 32 k tokens: K [32k], coefficient rows
- * [rows][ldc], e [rows][lde], and the two chunk tiles (four with a sweep
- * warp of its own: two tiles' cells). */
+ * [rows][ldc], e [rows][lde], the sweep warp's exchange
+ * (sweep_exchange_bytes) and the two chunk tiles (four with a sweep warp of
+ * its own: two tiles' cells). */
 __host__ __device__ inline size_t fused_smem(int rows, int es, bool split = false, int k = 2,
                                              bool tc = false) {
     const size_t tok = (size_t)fused_tokens(k);
     return (size_t)es * (tok + (size_t)rows * (fused_ldc(k, tc) + fused_lde(tc))) +
-           (split ? 4 : 2) * tok * kChunk * es;
+           (size_t)sweep_exchange_bytes(es) + (split ? 4 : 2) * tok * kChunk * es;
 }
 
 /* A compute thread's tokens come in runs of 4, kRunStride apart (16
@@ -196,11 +202,13 @@ __global__ void __launch_bounds__(fused_threads(SPLIT, TC), SPLIT ? 1 : 2)
     using G = TileGeom<TA, K, LOAD_BTS>; /* a chunk of the slab's cells */
     extern __shared__ __align__(16) unsigned char fg_sm[];
     __shared__ unsigned s_ticket;
+    __shared__ int s_bad; /* a band cell of the slab is NaN or +inf */
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     TA *k_s = (TA *)fg_sm;        /* [32 K] */
     TA *c_s = k_s + TOK;          /* [rows][LDC] */
     TA *e_s = c_s + a.rows * LDC; /* [rows][LDE] */
-    unsigned char *tiles = (unsigned char *)(e_s + a.rows * LDE);
+    TA *xchg = e_s + a.rows * LDE; /* the sweep's boundaries, tops and words */
+    unsigned char *tiles = (unsigned char *)xchg + sweep_exchange_bytes((int)sizeof(TA));
 
     /* a dependent launch (fused.cu): nothing of the coefficient kernel's
      * (the coefficients, the rings, flags and ticket it zeroes) is seen
@@ -213,7 +221,10 @@ __global__ void __launch_bounds__(fused_threads(SPLIT, TC), SPLIT ? 1 : 2)
      * B=32 T=512 S=2048 (0.303 -> 0.317 ms, H200): they are placed when the
      * last sweep block ends. */
     if (a.early_dependents) dependent_trigger();
-    if (tid == 0) s_ticket = a.slabs == 1 ? blockIdx.x : atomicAdd(a.ticket, 1u) - a.ticket0;
+    if (tid == 0) {
+        s_ticket = a.slabs == 1 ? blockIdx.x : atomicAdd(a.ticket, 1u) - a.ticket0;
+        s_bad = 0;
+    }
     __syncthreads();
     const unsigned ticket = s_ticket;
     const int64_t b = a.item0 + ticket / (unsigned)a.slabs;
@@ -374,8 +385,9 @@ __global__ void __launch_bounds__(fused_threads(SPLIT, TC), SPLIT ? 1 : 2)
 #pragma unroll
         for (int k = 0; k < K; k++) ballots[k] = 0u;
         TA top = neg_inf<TA>();
-        sweep_chunk_at<TA, K, LOAD_BTS>(tile, lane, nf, base, j0, width, boundary, q, guard, ballots,
-                                        top);
+        sweep_chunk_at<TA, K, LOAD_BTS, false, kSweepExchange>(tile, lane, nf, base, j0, width,
+                                                                boundary, q, guard, ballots, top, {},
+                                                                xchg);
         store_decisions<K>(item_bits, a.S, first_group, live_groups, j0, lane, nf, ballots);
         if (ring.out) ring.put(j0, nf, lane, top);
     };
@@ -406,8 +418,23 @@ __global__ void __launch_bounds__(fused_threads(SPLIT, TC), SPLIT ? 1 : 2)
                 for (int j = 0; j < CT; j++) acc[i][j] = ll_fma(ev[i], cv[j], acc[i][j]);
         }
     };
+    /* The check for NaN/+inf that the sweep leaves to the cells' makers
+     * (kSweepExchange): over the band cells of frames [fmin, fmax] and
+     * tokens [tmin, tmax] of the slab a thread made, the cells the sweep
+     * would have checked (frame < y_len, token < x_len, token in [frame -
+     * width, frame]); s_bad is read after the last tile's barrier. */
+    auto all_in_band = [&](int64_t fmin, int64_t fmax, int tmin, int tmax) {
+        return base + tmax < X && fmax < Y && fmin >= base + tmax && fmax - (base + tmin) <= width;
+    };
+    auto in_band = [&](int64_t fr, int tok) {
+        const int64_t t = base + tok;
+        return t < X && fr < Y && fr >= t && fr - t <= width;
+    };
+    auto flag_bad = [&](TA g) {
+        if (!(g < pos_inf<TA>())) s_bad = 1;
+    };
     /* into the chunk tiles: frame tf*4 + i is chunk (tf*4 + i) / 32 */
-    auto acc_store = [&](const TA (&acc)[4][CT], unsigned char *tl) {
+    auto acc_store = [&](const TA (&acc)[4][CT], unsigned char *tl, int64_t f0) {
 #pragma unroll
         for (int i = 0; i < 4; i++) {
             const int f = tf * 4 + i;
@@ -417,12 +444,26 @@ __global__ void __launch_bounds__(fused_threads(SPLIT, TC), SPLIT ? 1 : 2)
                 *(TA *)(tile + token_row_offset<TA, K, LOAD_BTS>(run_token(tg, j), f % kChunk)) =
                     acc[i][j];
         }
+        TA g = neg_inf<TA>();
+        if (all_in_band(f0 + tf * 4, f0 + tf * 4 + 3, run_token(tg, 0), run_token(tg, CT - 1))) {
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+#pragma unroll
+                for (int j = 0; j < CT; j++) g = guard_max(g, acc[i][j]);
+        } else {
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+#pragma unroll
+                for (int j = 0; j < CT; j++)
+                    if (in_band(f0 + tf * 4 + i, run_token(tg, j))) g = guard_max(g, acc[i][j]);
+        }
+        flag_bad(g);
     };
     /* TC: warp wc of the compute warps holds 16 tokens x 64 / FPW frames
      * (tc_cells.cuh), the slab's 16-token groups over the warps first */
     constexpr int TGW = TOK / 16, FPW = 8 / TGW, NI = kFgFrames / 8 / FPW;
     const int wc = ct >> 5, tc_tok = 16 * (wc % TGW), tc_fr = (wc / TGW) * (kFgFrames / FPW);
-    auto tc_store = [&](const float (&acc)[NI][4], unsigned char *tl) {
+    auto tc_store = [&](const float (&acc)[NI][4], unsigned char *tl, int64_t f0) {
 #pragma unroll
         for (int ni = 0; ni < NI; ni++)
 #pragma unroll
@@ -432,6 +473,21 @@ __global__ void __launch_bounds__(fused_threads(SPLIT, TC), SPLIT ? 1 : 2)
                 *(float *)(tile + token_row_offset<TA, K, LOAD_BTS>(tc_tok + tc_token(lane, c),
                                                                      f % kChunk)) = acc[ni][c];
             }
+        float g = neg_inf<float>();
+        if (all_in_band(f0 + tc_fr, f0 + tc_fr + 8 * NI - 1, tc_tok, tc_tok + 15)) {
+#pragma unroll
+            for (int ni = 0; ni < NI; ni++)
+#pragma unroll
+                for (int c = 0; c < 4; c++) g = guard_max(g, acc[ni][c]);
+        } else {
+#pragma unroll
+            for (int ni = 0; ni < NI; ni++)
+#pragma unroll
+                for (int c = 0; c < 4; c++)
+                    if (in_band(f0 + tc_fr + 8 * ni + tc_frame(lane, c), tc_tok + tc_token(lane, c)))
+                        g = guard_max(g, acc[ni][c]);
+        }
+        flag_bad(g);
     };
     /* the cells of the tile in the precision asked: rows [r0, r0 + nr) */
     using Acc = typename std::conditional<TC, float[NI][4], TA[4][CT]>::type;
@@ -443,9 +499,9 @@ __global__ void __launch_bounds__(fused_threads(SPLIT, TC), SPLIT ? 1 : 2)
         if constexpr (TC) tc_products(acc, c_s + tc_tok, LDC, e_s + tc_fr, LDE, nr, lane);
         else acc_rows(acc, nr);
     };
-    auto cells_store = [&](const Acc &acc, unsigned char *tl) {
-        if constexpr (TC) tc_store(acc, tl);
-        else acc_store(acc, tl);
+    auto cells_store = [&](const Acc &acc, unsigned char *tl, int64_t f0) {
+        if constexpr (TC) tc_store(acc, tl, f0);
+        else acc_store(acc, tl, f0);
     };
     auto sweep_tile = [&](int64_t f0, const unsigned char *tl) {
         const int64_t c0 = f0 / kChunk;
@@ -489,7 +545,7 @@ __global__ void __launch_bounds__(fused_threads(SPLIT, TC), SPLIT ? 1 : 2)
             Acc acc;
             cells_start(acc);
             cells_rows(acc, KR);
-            cells_store(acc, tl);
+            cells_store(acc, tl, f0);
             asm volatile("bar.sync 1, %0;" ::"n"(kFgThreads) : "memory"); /* e is read */
             if (!next) return;
             if (std::is_same<TX, float>::value && a.vec) {
@@ -542,7 +598,7 @@ __global__ void __launch_bounds__(fused_threads(SPLIT, TC), SPLIT ? 1 : 2)
                 if (s == 0) cells_start(acc);
                 cells_rows(acc, nr);
             }
-            cells_store(acc, tiles);
+            cells_store(acc, tiles, f0);
             __syncthreads();
             if (warp == 0)
                 sweep_tile(f0, tiles);
@@ -551,6 +607,8 @@ __global__ void __launch_bounds__(fused_threads(SPLIT, TC), SPLIT ? 1 : 2)
         }
     }
     if (warp != 0) return;
+#pragma unroll
+    for (int k = 0; k < K; k++) guard[k] = s_bad ? pos_inf<TA>() : neg_inf<TA>();
     finish_sweep<TA, K>(base, lane, X, q, guard, a.final_score + b,
                         a.group_flag + (size_t)b * a.groups, first_group, live_groups);
     /* the slab is done: its words, flags and (last slab) final score, for

@@ -244,23 +244,61 @@ __device__ __forceinline__ void load_frame_row(const unsigned char *row, int lan
 }
 
 
+/* How a sweep warp trades scores across its lanes each frame.
+ *   Shuffles (kSweepShuffles): three shuffles a frame (the token below a
+ *   lane's first, the boundary for lane 0, the last token's score for the
+ *   lane of the frame), each lane keeping its frame's decision words by a
+ *   select, and the cells checked for NaN/+inf here.
+ *   Exchange (kSweepExchange, the fused forward): one rotating shuffle a
+ *   frame, lane 31 sending the boundary lane 0 wants (read from shared
+ *   memory, 16 bytes a load) in place of its own score; lane 31 stores the
+ *   last token's score and the frame's decision words to shared memory, read
+ *   back once a chunk; the cells are checked by the threads that compute
+ *   them (fused_forward.cuh). Next to compute warps on its scheduler the
+ *   sweep warp issued about once every 10 cycles (session 24's stamps, B=32
+ *   T=150 S=800 float32: ~187 cycles a frame for ~18 instructions at K = 2),
+ *   so its time is its instruction count: a frame inside the band went from
+ *   ~18 to ~13 instructions at K = 2 (~23 at K = 4), and align_gaussian's
+ *   calls from 0.109 / 0.422 / 0.814 to 0.103 / 0.381 / 0.737 ms at B=32
+ *   T=150, B=32 T=512, B=16 T=1024 (TF32 0.076 / 0.290 / 0.532 to 0.071 /
+ *   0.265 / 0.486; H200, one machine, bench/results/fused-gpu-h100.md). */
+constexpr int kSweepShuffles = 0, kSweepExchange = 1;
+/* The exchange's shared memory for scores of es bytes: 32 boundaries, 32
+ * tops, 32 frames' words of up to 4 tokens a lane */
+__host__ __device__ constexpr int sweep_exchange_bytes(int es) { return 64 * es + 32 * 4 * 4; }
+
 /* The recurrence over the frames of one chunk, K tokens a lane. FULL: all
  * kChunk frames, with no per-frame branch, so the whole chunk is one block
  * of straight-line code the scheduler can overlap across frames. MASKED: the
  * chunk crosses an edge of the band; lead = (lane's first token) - (chunk's
  * first frame), clamped. Cells below the band (token > frame) count as -inf
- * and cells outside it are not checked for NaN/+inf (they were not loaded). */
-template <typename TV, int K, int MODE, bool FULL, bool MASKED, bool CHAIN>
+ * and cells outside it are not checked for NaN/+inf (they were not loaded).
+ * XCHG (kSweepExchange): xchg is the warp's sweep_exchange_bytes(sizeof
+ * the score) of shared memory, 16-byte aligned; guard is not touched; top
+ * and ballots are set on every lane (lanes >= nf hold stale values). */
+template <typename TV, int K, int MODE, bool FULL, bool MASKED, bool CHAIN, int XCHG = kSweepShuffles>
 __device__ __forceinline__ void sweep_chunk(const unsigned char *tile, int lane, int nf,
                                             int lead, int width,
                                             typename AccOf<TV>::type boundary,
                                             typename AccOf<TV>::type (&q)[K],
                                             typename AccOf<TV>::type (&guard)[K],
                                             uint32_t (&ballots)[K], typename AccOf<TV>::type &top,
-                                            const LaneEdges<typename AccOf<TV>::type, K> &wt) {
+                                            const LaneEdges<typename AccOf<TV>::type, K> &wt,
+                                            typename AccOf<TV>::type *xchg = nullptr) {
     using TA = typename AccOf<TV>::type;
     using G = TileGeom<TV, K, MODE>;
-    int4 raw[K];
+    constexpr bool EX = XCHG == kSweepExchange;
+    static_assert(!EX || K == 2 || K == 4, "the exchange stores a frame's K words at once");
+    constexpr int EPL = 16 / (int)sizeof(TA); /* boundaries a 16-byte load */
+    TA *const edges = xchg, *const tops = xchg + 32;
+    uint32_t *const words = (uint32_t *)(xchg + 64); /* [32][K] */
+    const bool last_lane = lane == 31;
+    const int from = (lane + 31) & 31;
+    if constexpr (EX) {
+        edges[lane] = boundary;
+        __syncwarp();
+    }
+    int4 raw[K], edge_raw;
 #pragma unroll
     for (int f = 0; f < kChunk; ++f) {
         if (!FULL && f >= nf) break;
@@ -280,9 +318,16 @@ __device__ __forceinline__ void sweep_chunk(const unsigned char *tile, int lane,
             load_frame_row<TV, K>(tile + f * G::ROW_BYTES, lane, v);
         }
         const bool mine = lane == f;
-        TA below = __shfl_up_sync(kFullMask, q[K - 1], 1);
-        TA edge = __shfl_sync(kFullMask, boundary, f);
-        below = lane == 0 ? edge : below;
+        TA below;
+        if constexpr (EX) {
+            if (f % EPL == 0) edge_raw = *(const int4 *)(edges + f);
+            const TA edge = ((const TA *)&edge_raw)[f % EPL];
+            below = __shfl_sync(kFullMask, last_lane ? edge : q[K - 1], from);
+        } else {
+            below = __shfl_up_sync(kFullMask, q[K - 1], 1);
+            TA edge = __shfl_sync(kFullMask, boundary, f);
+            below = lane == 0 ? edge : below;
+        }
 #pragma unroll
         for (int k = K - 1; k >= 0; --k) {
             TA move = k == 0 ? below : q[k - 1];
@@ -297,16 +342,40 @@ __device__ __forceinline__ void sweep_chunk(const unsigned char *tile, int lane,
                 const int d = lead + k - f; /* token - frame */
                 const bool below = d > 0, in_band = !below && d >= -width;
                 cell = below ? neg_inf<TA>() : cell;
-                guard[k] = in_band ? guard_max(guard[k], cell) : guard[k];
-            } else {
+                if constexpr (!EX) guard[k] = in_band ? guard_max(guard[k], cell) : guard[k];
+            } else if constexpr (!EX) {
                 guard[k] = guard_max(guard[k], cell);
             }
             q[k] = MaxPlus::plus(stay, move) + cell; /* its compare is advance */
             uint32_t word = __ballot_sync(kFullMask, advance);
-            ballots[k] = mine ? word : ballots[k];
+            if constexpr (EX) ballots[k] = word; /* the frame's; stored below */
+            else ballots[k] = mine ? word : ballots[k];
         }
-        TA t = __shfl_sync(kFullMask, q[K - 1], 31);
-        top = mine ? t : top;
+        if constexpr (EX) {
+            if (last_lane) {
+                tops[f] = q[K - 1];
+                if constexpr (K == 2) *(uint2 *)(words + 2 * f) = make_uint2(ballots[0], ballots[1]);
+                else *(uint4 *)(words + 4 * f) = make_uint4(ballots[0], ballots[1], ballots[2], ballots[3]);
+            }
+        } else {
+            TA t = __shfl_sync(kFullMask, q[K - 1], 31);
+            top = mine ? t : top;
+        }
+    }
+    if constexpr (EX) {
+        __syncwarp(); /* lane 31's stores; every lane's reads of edges before the next chunk */
+        top = tops[lane];
+        if constexpr (K == 2) {
+            const uint2 w = *(const uint2 *)(words + 2 * lane);
+            ballots[0] = w.x;
+            ballots[1] = w.y;
+        } else {
+            const uint4 w = *(const uint4 *)(words + 4 * lane);
+            ballots[0] = w.x;
+            ballots[1] = w.y;
+            ballots[2] = w.z;
+            ballots[3] = w.w;
+        }
     }
 }
 
@@ -314,7 +383,7 @@ __device__ __forceinline__ void sweep_chunk(const unsigned char *tile, int lane,
  * (32 K of them), in the form the chunk needs: whole and inside the band
  * (no per-cell band test), whole and crossing an edge of the band (token ==
  * frame, or token == frame - width), or cut by y_len. */
-template <typename TV, int K, int MODE, bool CHAIN = false>
+template <typename TV, int K, int MODE, bool CHAIN = false, int XCHG = kSweepShuffles>
 __device__ __forceinline__ void sweep_chunk_at(const unsigned char *tile, int lane, int nf,
                                                int64_t base, int64_t j0, int64_t width,
                                                typename AccOf<TV>::type boundary,
@@ -322,21 +391,22 @@ __device__ __forceinline__ void sweep_chunk_at(const unsigned char *tile, int la
                                                typename AccOf<TV>::type (&guard)[K],
                                                uint32_t (&ballots)[K],
                                                typename AccOf<TV>::type &top,
-                                               const LaneEdges<typename AccOf<TV>::type, K> &wt = {}) {
+                                               const LaneEdges<typename AccOf<TV>::type, K> &wt = {},
+                                               typename AccOf<TV>::type *xchg = nullptr) {
     /* (with nf == kChunk this is chunk_inside_band) */
     const bool inside = base + 32 * K - 1 <= j0 && base >= j0 + kChunk - 1 - width;
     const int64_t lead64 = base + K * lane - j0;
     const int lead = (int)(lead64 > (1 << 30) ? (1 << 30) : (lead64 < -(1 << 30) ? -(1 << 30) : lead64));
     const int wid = (int)(width > (1 << 30) ? (1 << 30) : width);
     if (nf == kChunk && inside)
-        sweep_chunk<TV, K, MODE, true, false, CHAIN>(tile, lane, kChunk, lead, wid, boundary, q,
-                                                     guard, ballots, top, wt);
+        sweep_chunk<TV, K, MODE, true, false, CHAIN, XCHG>(tile, lane, kChunk, lead, wid, boundary, q,
+                                                     guard, ballots, top, wt, xchg);
     else if (nf == kChunk)
-        sweep_chunk<TV, K, MODE, true, true, CHAIN>(tile, lane, kChunk, lead, wid, boundary, q,
-                                                    guard, ballots, top, wt);
+        sweep_chunk<TV, K, MODE, true, true, CHAIN, XCHG>(tile, lane, kChunk, lead, wid, boundary, q,
+                                                    guard, ballots, top, wt, xchg);
     else
-        sweep_chunk<TV, K, MODE, false, true, CHAIN>(tile, lane, nf, lead, wid, boundary, q,
-                                                     guard, ballots, top, wt);
+        sweep_chunk<TV, K, MODE, false, true, CHAIN, XCHG>(tile, lane, nf, lead, wid, boundary, q,
+                                                     guard, ballots, top, wt, xchg);
 }
 
 /* The hand-over of boundary scores between the sweep warps of two blocks
