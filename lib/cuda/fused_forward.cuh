@@ -199,7 +199,17 @@ __global__ void __launch_bounds__(fused_threads(SPLIT, TC), SPLIT ? 1 : 2)
     constexpr int LDC = fused_ldc(K, TC), LDE = fused_lde(TC);
     /* tokens a compute thread: 16 x 16 threads cover 64 frames x 32 K tokens */
     constexpr int CT = 2 * K;
-    using G = TileGeom<TA, K, LOAD_BTS>; /* a chunk of the slab's cells */
+    /* A chunk of the slab's cells: in frame rows (32 K tokens a row) for the
+     * tensor-core 128-token form, where a sweep lane's 4 cells of a frame are
+     * one 16-byte load with its offset in the instruction (token rows took a
+     * swizzled address a piece: the sweep's ~23 instructions a frame became
+     * ~21; TF32 B=32 T=512 S=2048 0.268 -> 0.249 ms, B=16 T=1024 S=4096
+     * 0.491 -> 0.461, H200). In token rows elsewhere: with frame rows the
+     * float32 calls lost 4-9% and the 64-token TF32 one 5% (a load a frame
+     * whose latency the sweep then waits on, where the compute warps' loads
+     * crowd the shared memory; not measured further). */
+    constexpr int LAYOUT = TC && K == 4 ? LOAD_BST : LOAD_BTS;
+    using G = TileGeom<TA, K, LAYOUT>;
     extern __shared__ __align__(16) unsigned char fg_sm[];
     __shared__ unsigned s_ticket;
     __shared__ int s_bad; /* a band cell of the slab is NaN or +inf */
@@ -385,7 +395,7 @@ __global__ void __launch_bounds__(fused_threads(SPLIT, TC), SPLIT ? 1 : 2)
 #pragma unroll
         for (int k = 0; k < K; k++) ballots[k] = 0u;
         TA top = neg_inf<TA>();
-        sweep_chunk_at<TA, K, LOAD_BTS, false, kSweepExchange>(tile, lane, nf, base, j0, width,
+        sweep_chunk_at<TA, K, LAYOUT, false, kSweepExchange>(tile, lane, nf, base, j0, width,
                                                                 boundary, q, guard, ballots, top, {},
                                                                 xchg);
         store_decisions<K>(item_bits, a.S, first_group, live_groups, j0, lane, nf, ballots);
@@ -434,6 +444,7 @@ __global__ void __launch_bounds__(fused_threads(SPLIT, TC), SPLIT ? 1 : 2)
         if (!(g < pos_inf<TA>())) s_bad = 1;
     };
     /* into the chunk tiles: frame tf*4 + i is chunk (tf*4 + i) / 32 */
+    static_assert(TC || LAYOUT == LOAD_BTS, "the FMA products store token rows");
     auto acc_store = [&](const TA (&acc)[4][CT], unsigned char *tl, int64_t f0) {
 #pragma unroll
         for (int i = 0; i < 4; i++) {
@@ -470,8 +481,12 @@ __global__ void __launch_bounds__(fused_threads(SPLIT, TC), SPLIT ? 1 : 2)
             for (int c = 0; c < 4; c++) {
                 const int f = tc_fr + 8 * ni + tc_frame(lane, c);
                 unsigned char *tile = tl + (f / kChunk) * G::BYTES;
-                *(float *)(tile + token_row_offset<TA, K, LOAD_BTS>(tc_tok + tc_token(lane, c),
-                                                                     f % kChunk)) = acc[ni][c];
+                if constexpr (LAYOUT == LOAD_BST)
+                    *(float *)(tile + (f % kChunk) * G::ROW_BYTES +
+                               (tc_tok + tc_token(lane, c)) * (int)sizeof(float)) = acc[ni][c];
+                else
+                    *(float *)(tile + token_row_offset<TA, K, LOAD_BTS>(tc_tok + tc_token(lane, c),
+                                                                         f % kChunk)) = acc[ni][c];
             }
         float g = neg_inf<float>();
         if (all_in_band(f0 + tc_fr, f0 + tc_fr + 8 * NI - 1, tc_tok, tc_tok + 15)) {
