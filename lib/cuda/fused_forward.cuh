@@ -35,6 +35,7 @@
  *      gaussian_loglik's TF32 kernel, and the sweep, now the bound, is
  *      unchanged (B=32 T=512 S=2048: forward 390 -> 282 us, H200);
  *   3. the cells go to two chunk tiles in hard_forward's token-row layout
+ *      (frame rows in the tensor-core 128-token form: LAYOUT, below)
  *      and warp 0 sweeps them in the exchange form (kSweepExchange,
  *      hard_forward.cuh): the threads that store the cells check the band's
  *      for NaN/+inf (the sweep's guard, now off its instruction stream) and
@@ -396,8 +397,8 @@ __global__ void __launch_bounds__(fused_threads(SPLIT, TC), SPLIT ? 1 : 2)
         for (int k = 0; k < K; k++) ballots[k] = 0u;
         TA top = neg_inf<TA>();
         sweep_chunk_at<TA, K, LAYOUT, false, kSweepExchange>(tile, lane, nf, base, j0, width,
-                                                                boundary, q, guard, ballots, top, {},
-                                                                xchg);
+                                                              boundary, q, guard, ballots, top,
+                                                              {}, xchg);
         store_decisions<K>(item_bits, a.S, first_group, live_groups, j0, lane, nf, ballots);
         if (ring.out) ring.put(j0, nf, lane, top);
     };
@@ -485,8 +486,8 @@ __global__ void __launch_bounds__(fused_threads(SPLIT, TC), SPLIT ? 1 : 2)
                     *(float *)(tile + (f % kChunk) * G::ROW_BYTES +
                                (tc_tok + tc_token(lane, c)) * (int)sizeof(float)) = acc[ni][c];
                 else
-                    *(float *)(tile + token_row_offset<TA, K, LOAD_BTS>(tc_tok + tc_token(lane, c),
-                                                                         f % kChunk)) = acc[ni][c];
+                    *(float *)(tile + token_row_offset<TA, K, LOAD_BTS>(
+                                          tc_tok + tc_token(lane, c), f % kChunk)) = acc[ni][c];
             }
         float g = neg_inf<float>();
         if (all_in_band(f0 + tc_fr, f0 + tc_fr + 8 * NI - 1, tc_tok, tc_tok + 15)) {
@@ -499,7 +500,8 @@ __global__ void __launch_bounds__(fused_threads(SPLIT, TC), SPLIT ? 1 : 2)
             for (int ni = 0; ni < NI; ni++)
 #pragma unroll
                 for (int c = 0; c < 4; c++)
-                    if (in_band(f0 + tc_fr + 8 * ni + tc_frame(lane, c), tc_tok + tc_token(lane, c)))
+                    if (in_band(f0 + tc_fr + 8 * ni + tc_frame(lane, c),
+                                tc_tok + tc_token(lane, c)))
                         g = guard_max(g, acc[ni][c]);
         }
         flag_bad(g);

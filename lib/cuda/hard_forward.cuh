@@ -276,7 +276,8 @@ __host__ __device__ constexpr int sweep_exchange_bytes(int es) { return 64 * es 
  * XCHG (kSweepExchange): xchg is the warp's sweep_exchange_bytes(sizeof
  * the score) of shared memory, 16-byte aligned; guard is not touched; top
  * and ballots are set on every lane (lanes >= nf hold stale values). */
-template <typename TV, int K, int MODE, bool FULL, bool MASKED, bool CHAIN, int XCHG = kSweepShuffles>
+template <typename TV, int K, int MODE, bool FULL, bool MASKED, bool CHAIN,
+          int XCHG = kSweepShuffles>
 __device__ __forceinline__ void sweep_chunk(const unsigned char *tile, int lane, int nf,
                                             int lead, int width,
                                             typename AccOf<TV>::type boundary,
@@ -354,8 +355,11 @@ __device__ __forceinline__ void sweep_chunk(const unsigned char *tile, int lane,
         if constexpr (EX) {
             if (last_lane) {
                 tops[f] = q[K - 1];
-                if constexpr (K == 2) *(uint2 *)(words + 2 * f) = make_uint2(ballots[0], ballots[1]);
-                else *(uint4 *)(words + 4 * f) = make_uint4(ballots[0], ballots[1], ballots[2], ballots[3]);
+                if constexpr (K == 2)
+                    *(uint2 *)(words + 2 * f) = make_uint2(ballots[0], ballots[1]);
+                else
+                    *(uint4 *)(words + 4 * f) =
+                        make_uint4(ballots[0], ballots[1], ballots[2], ballots[3]);
             }
         } else {
             TA t = __shfl_sync(kFullMask, q[K - 1], 31);
@@ -399,14 +403,15 @@ __device__ __forceinline__ void sweep_chunk_at(const unsigned char *tile, int la
     const int lead = (int)(lead64 > (1 << 30) ? (1 << 30) : (lead64 < -(1 << 30) ? -(1 << 30) : lead64));
     const int wid = (int)(width > (1 << 30) ? (1 << 30) : width);
     if (nf == kChunk && inside)
-        sweep_chunk<TV, K, MODE, true, false, CHAIN, XCHG>(tile, lane, kChunk, lead, wid, boundary, q,
-                                                     guard, ballots, top, wt, xchg);
+        sweep_chunk<TV, K, MODE, true, false, CHAIN, XCHG>(tile, lane, kChunk, lead, wid,
+                                                           boundary, q, guard, ballots, top, wt,
+                                                           xchg);
     else if (nf == kChunk)
-        sweep_chunk<TV, K, MODE, true, true, CHAIN, XCHG>(tile, lane, kChunk, lead, wid, boundary, q,
-                                                    guard, ballots, top, wt, xchg);
+        sweep_chunk<TV, K, MODE, true, true, CHAIN, XCHG>(tile, lane, kChunk, lead, wid, boundary,
+                                                          q, guard, ballots, top, wt, xchg);
     else
         sweep_chunk<TV, K, MODE, false, true, CHAIN, XCHG>(tile, lane, nf, lead, wid, boundary, q,
-                                                     guard, ballots, top, wt, xchg);
+                                                           guard, ballots, top, wt, xchg);
 }
 
 /* The hand-over of boundary scores between the sweep warps of two blocks
