@@ -318,7 +318,7 @@ __device__ __forceinline__ void sweep_chunk(const unsigned char *tile, int lane,
         } else {
             load_frame_row<TV, K>(tile + f * G::ROW_BYTES, lane, v);
         }
-        const bool mine = lane == f;
+        const bool mine = !EX && lane == f; /* the shuffle form's: frame f is lane f's */
         TA below;
         if constexpr (EX) {
             if (f % EPL == 0) edge_raw = *(const int4 *)(edges + f);
