@@ -489,23 +489,30 @@ __device__ __forceinline__ void store_decisions(uint32_t *item_bits, int64_t S,
     }
 }
 
+/* A sweep lane's verdict from its guard (sweep_chunk's NaN-keeping running
+ * maxima of the band cells): a NaN or +inf at one of its tokens below X. */
+template <typename TA, int K>
+__device__ __forceinline__ bool guard_bad(int64_t base, int lane, int64_t X, const TA (&guard)[K]) {
+    bool bad = false;
+#pragma unroll
+    for (int k = 0; k < K; ++k)
+        if (base + K * lane + k < X) bad |= !(guard[k] < pos_inf<TA>());
+    return bad;
+}
+
 /* After a sweep warp's last chunk: the final score (the warp holding token
  * X-1) and the NaN/+inf flag of each of its live groups (group_flag: the
- * item's row), written whatever they hold, so they need no clearing. */
+ * item's row), set where any lane's verdict (bad) is, written whatever they
+ * hold, so they need no clearing. */
 template <typename TA, int K>
 __device__ __forceinline__ void finish_sweep(int64_t base, int lane, int64_t X, const TA (&q)[K],
-                                             const TA (&guard)[K], double *final_score,
-                                             int *group_flag, int64_t first_group,
-                                             int64_t live_groups) {
-    bool any_bad = false;
+                                             bool bad, double *final_score, int *group_flag,
+                                             int64_t first_group, int64_t live_groups) {
 #pragma unroll
-    for (int k = 0; k < K; ++k) {
-        const int64_t tok = base + K * lane + k;
-        if (tok < X) any_bad |= !(guard[k] < pos_inf<TA>()); /* band cells only */
-        if (tok == X - 1) *final_score = (double)q[k];
-    }
-    const int bad = __any_sync(kFullMask, any_bad) ? 1 : 0;
-    if (lane < K && first_group + lane < live_groups) group_flag[first_group + lane] = bad;
+    for (int k = 0; k < K; ++k)
+        if (base + K * lane + k == X - 1) *final_score = (double)q[k];
+    const int any = __any_sync(kFullMask, bad) ? 1 : 0;
+    if (lane < K && first_group + lane < live_groups) group_flag[first_group + lane] = any;
 }
 
 template <typename TV, int K, int MODE, bool CHAIN>
@@ -635,8 +642,9 @@ __global__ void __launch_bounds__(512) hard_forward(ForwardArgs a) {
         __syncthreads();
     }
     if (!active) return;
-    finish_sweep<TA, K>(base, lane, X, q, guard, a.final_score + b, a.group_flag + (size_t)b * a.groups,
-                        first_group, live_groups);
+    finish_sweep<TA, K>(base, lane, X, q, guard_bad<TA, K>(base, lane, X, guard),
+                        a.final_score + b, a.group_flag + (size_t)b * a.groups, first_group,
+                        live_groups);
 }
 
 /* ---- host: plan and launch ---- */
