@@ -2,7 +2,8 @@
 # One device call for bench/lab/fused_stamps.patch (see its header): a copy
 # of the working tree in /tmp with the patch applied (the tree itself is not
 # touched), libmas.a built there, the driver compiled against it, then the
-# stamps at B=32 T=150 S=800 and B=32 T=512 S=2048 in both precisions.
+# stamps at B=32 T=150 S=800, B=32 T=512 S=2048 and B=16 T=1024 S=4096 in both
+# precisions.
 # Device: run(command="bash bench/lab/fused_stamps.sh")   Output: $OUT/stamps.log
 set -u -o pipefail
 cd "$(dirname "$0")/../.."
@@ -18,7 +19,7 @@ gpu_build "$SRC" "$B" "$(nproc)" "$B.log" mas >"$LOG" 2>&1 # its pkg step fails 
 nvcc -std=c++17 -O2 -arch=sm_"${MAS_CUDA_ARCH:-90}" -I"$SRC/include" -I"$SRC/tests/cuda" "$SRC/bench/lab/fused_stamps.cu" \
   "$B/libmas.a" -lm -lpthread -o "$B/fused_stamps" >>"$LOG" 2>&1 || exit 1
 echo "build: $((SECONDS - t0)) s" >>"$LOG"
-for shape in "32 150 800" "32 512 2048"; do
+for shape in "32 150 800" "32 512 2048" "16 1024 4096"; do
   timeout 120 "$B/fused_stamps" $shape >>"$LOG" 2>&1
 done
 echo "done: $((SECONDS - t0)) s" >>"$LOG"
