@@ -49,8 +49,12 @@ constexpr int ROWS = 160; /* 2J at J = 80 */
 /* compute warp cw (0..NCW-1) -> warp index. MAP 0 (main's float32 form):
  * warps 1..NCW. MAP 1 (main's TF32 form): the warps not on warp 0's
  * scheduler (warp index mod 4), 1, 2, 3, 5, 6, 7, 9, ... */
-__host__ __device__ constexpr int warp_of(int cw, int map) { return map ? cw / 3 * 4 + 1 + cw % 3 : cw + 1; }
-__host__ __device__ constexpr int block_warps(int ncw, int map) { return warp_of(ncw - 1, map) + 1; }
+__host__ __device__ constexpr int warp_of(int cw, int map) {
+    return map ? cw / 3 * 4 + 1 + cw % 3 : cw + 1;
+}
+__host__ __device__ constexpr int block_warps(int ncw, int map) {
+    return warp_of(ncw - 1, map) + 1;
+}
 
 template <int TOK, int TF, int TT, int NCW, bool SWEEP, int MAP, int PIPE>
 __global__ void __launch_bounds__(32 * block_warps(NCW, MAP), 1)
@@ -169,12 +173,14 @@ __global__ void __launch_bounds__(32 * block_warps(NCW, MAP), 1)
     /* the last tile's cells for the check (block 0) */
     if (blockIdx.x == 0) {
         const float *last = cells + ((tiles - 1) & 1) * FR * TOK;
-        for (int k = tid; k < FR * TOK; k += blockDim.x) gout[(size_t)gridDim.x * FR * TOK + k] = last[k];
+        for (int k = tid; k < FR * TOK; k += blockDim.x)
+            gout[(size_t)gridDim.x * FR * TOK + k] = last[k];
     }
 }
 
 template <int TOK, int TF, int TT, int NCW, bool SWEEP, int MAP = 0, int PIPE = 0>
-static void run(const char *name, int sms, const std::vector<float> &c, const std::vector<float> &e) {
+static void run(const char *name, int sms, const std::vector<float> &c,
+                const std::vector<float> &e) {
     const int threads = 32 * block_warps(NCW, MAP), tiles = 40;
     const size_t smem = (size_t)(ROWS * TOK + ROWS * FR + 2 * FR * TOK) * 4;
     auto k = lab<TOK, TF, TT, NCW, SWEEP, MAP, PIPE>;
@@ -201,17 +207,20 @@ static void run(const char *name, int sms, const std::vector<float> &c, const st
         best = fmin(best, s / sms / tiles);
     }
     std::vector<float> cells((size_t)FR * TOK);
-    CK(cudaMemcpy(cells.data(), dout + (size_t)sms * FR * TOK, cells.size() * 4, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(cells.data(), dout + (size_t)sms * FR * TOK, cells.size() * 4,
+                  cudaMemcpyDeviceToHost));
     double err = 0;
     for (int f = 0; f < FR; f++)
         for (int t = 0; t < TOK; t++) {
             float a = 0.f;
-            for (int r = 0; r < ROWS; r++) a = fmaf(e[(size_t)r * FR + f], c[(size_t)r * TOK + t], a);
+            for (int r = 0; r < ROWS; r++)
+                a = fmaf(e[(size_t)r * FR + f], c[(size_t)r * TOK + t], a);
             err = fmax(err, fabs((double)a - cells[(size_t)f * TOK + t]));
         }
     const double ffma = (double)FR * TOK * ROWS / 32; /* warp FFMAs a tile */
-    printf("| %s | %d | %dx%d | %d (warps %d..) | %s | %d | %.0f | %.1f%% | %g |\n", name, TOK, TF, TT,
-           NCW, warp_of(0, MAP), SWEEP ? "yes" : "no", at.numRegs, best, 100.0 * ffma / 4 / best, err);
+    printf("| %s | %d | %dx%d | %d (warps %d..) | %s | %d | %.0f | %.1f%% | %g |\n", name, TOK,
+           TF, TT, NCW, warp_of(0, MAP), SWEEP ? "yes" : "no", at.numRegs, best,
+           100.0 * ffma / 4 / best, err);
     CK(cudaFree(dc));
     CK(cudaFree(de));
     CK(cudaFree(dout));
@@ -235,20 +244,18 @@ int main() {
     run<128, 4, 8, 8, false>("v1 no sweep", sms, c128, e);
     run<128, 4, 8, 8, true, 0, 1>("v1 operands a row ahead", sms, c128, e);
     run<128, 4, 8, 8, true, 0, 2>("v1 unroll 16", sms, c128, e);
+    run<128, 4, 8, 8, true, 1>("v1, none on the sweep's scheduler", sms, c128, e);
+    run<128, 4, 16, 4, true>("v2", sms, c128, e);
     run<128, 8, 8, 4, true>("v3", sms, c128, e);
+    run<128, 8, 8, 4, false>("v3 no sweep", sms, c128, e);
     run<128, 8, 8, 4, true, 0, 1>("v3 operands a row ahead", sms, c128, e);
     run<128, 8, 8, 4, true, 0, 2>("v3 unroll 16", sms, c128, e);
-    run<128, 8, 16, 2, true>("v7", sms, c128, e);
     /* K = 2 (64 tokens) */
     run<64, 4, 4, 8, true>("v1 (main's K=2)", sms, c64, e);
+    run<64, 4, 4, 8, false>("v1 no sweep", sms, c64, e);
     run<64, 4, 4, 8, true, 0, 1>("v1 operands a row ahead", sms, c64, e);
-    run<64, 4, 4, 8, true, 0, 2>("v1 unroll 16", sms, c64, e);
     run<64, 8, 4, 4, true>("v3", sms, c64, e);
     run<64, 8, 4, 4, false>("v3 no sweep", sms, c64, e);
-    run<64, 8, 4, 4, true, 0, 1>("v3 operands a row ahead", sms, c64, e);
-    run<64, 8, 4, 4, true, 0, 2>("v3 unroll 16", sms, c64, e);
-    run<64, 4, 8, 4, true, 0, 2>("v2 unroll 16", sms, c64, e);
     run<64, 8, 8, 2, true>("v7", sms, c64, e);
-    run<64, 8, 8, 2, true, 0, 2>("v7 unroll 16", sms, c64, e);
     return 0;
 }
