@@ -15,8 +15,8 @@
  * scheduler first (warp index mod 4), so that with 4 compute warps the
  * sweep's scheduler has none.
  *
- * Device: nvcc -std=c++17 -O3 -arch=sm_90 bench/lab/products_lab.cu -o
- * /tmp/products_lab && /tmp/products_lab (built here, it can be carried)
+ * Device: nvcc -std=c++17 -O3 -arch=sm_90 -Itests/cuda bench/lab/products_lab.cu
+ * -o /tmp/products_lab && /tmp/products_lab (built here, it can be carried)
  * Prints, a variant a line: cycles a tile (mean over blocks, best of 5
  * launches), the FFMA issue against one a cycle on each of the four
  * schedulers, registers, and the largest difference from the plain loop.
@@ -34,14 +34,8 @@
 
 #include <vector>
 
-#define CK(x)                                                                                   \
-    do {                                                                                        \
-        cudaError_t e_ = (x);                                                                   \
-        if (e_ != cudaSuccess) {                                                                \
-            fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));          \
-            exit(1);                                                                            \
-        }                                                                                       \
-    } while (0)
+#include "cuda_check.h" /* tests/cuda: CUDA_OK */
+
 
 constexpr int FR = 64;    /* frames a tile */
 constexpr int ROWS = 160; /* 2J at J = 80 */
@@ -184,30 +178,30 @@ static void run(const char *name, int sms, const std::vector<float> &c,
     const int threads = 32 * block_warps(NCW, MAP), tiles = 40;
     const size_t smem = (size_t)(ROWS * TOK + ROWS * FR + 2 * FR * TOK) * 4;
     auto k = lab<TOK, TF, TT, NCW, SWEEP, MAP, PIPE>;
-    CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    CUDA_OK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     cudaFuncAttributes at;
-    CK(cudaFuncGetAttributes(&at, k));
+    CUDA_OK(cudaFuncGetAttributes(&at, k));
     float *dc, *de, *dout;
     unsigned long long *dcyc;
-    CK(cudaMalloc(&dc, c.size() * 4));
-    CK(cudaMalloc(&de, e.size() * 4));
-    CK(cudaMalloc(&dout, ((size_t)sms + 1) * FR * TOK * 4));
-    CK(cudaMalloc(&dcyc, sms * 8));
-    CK(cudaMemcpy(dc, c.data(), c.size() * 4, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(de, e.data(), e.size() * 4, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMalloc(&dc, c.size() * 4));
+    CUDA_OK(cudaMalloc(&de, e.size() * 4));
+    CUDA_OK(cudaMalloc(&dout, ((size_t)sms + 1) * FR * TOK * 4));
+    CUDA_OK(cudaMalloc(&dcyc, sms * 8));
+    CUDA_OK(cudaMemcpy(dc, c.data(), c.size() * 4, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(de, e.data(), e.size() * 4, cudaMemcpyHostToDevice));
     double best = 1e30;
     for (int rep = 0; rep < 5; rep++) {
         k<<<sms, threads, smem>>>(dc, de, dout, dcyc, tiles);
-        CK(cudaGetLastError());
-        CK(cudaDeviceSynchronize());
+        CUDA_OK(cudaGetLastError());
+        CUDA_OK(cudaDeviceSynchronize());
         std::vector<unsigned long long> cyc(sms);
-        CK(cudaMemcpy(cyc.data(), dcyc, sms * 8, cudaMemcpyDeviceToHost));
+        CUDA_OK(cudaMemcpy(cyc.data(), dcyc, sms * 8, cudaMemcpyDeviceToHost));
         double s = 0;
         for (auto v : cyc) s += (double)v;
         best = fmin(best, s / sms / tiles);
     }
     std::vector<float> cells((size_t)FR * TOK);
-    CK(cudaMemcpy(cells.data(), dout + (size_t)sms * FR * TOK, cells.size() * 4,
+    CUDA_OK(cudaMemcpy(cells.data(), dout + (size_t)sms * FR * TOK, cells.size() * 4,
                   cudaMemcpyDeviceToHost));
     double err = 0;
     for (int f = 0; f < FR; f++)
@@ -221,15 +215,15 @@ static void run(const char *name, int sms, const std::vector<float> &c,
     printf("| %s | %d | %dx%d | %d (warps %d..) | %s | %d | %.0f | %.1f%% | %g |\n", name, TOK,
            TF, TT, NCW, warp_of(0, MAP), SWEEP ? "yes" : "no", at.numRegs, best,
            100.0 * ffma / 4 / best, err);
-    CK(cudaFree(dc));
-    CK(cudaFree(de));
-    CK(cudaFree(dout));
-    CK(cudaFree(dcyc));
+    CUDA_OK(cudaFree(dc));
+    CUDA_OK(cudaFree(de));
+    CUDA_OK(cudaFree(dout));
+    CUDA_OK(cudaFree(dcyc));
 }
 
 int main() {
     int sms = 0;
-    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     srand(7);
     auto rnd = [] { return (float)rand() / RAND_MAX - 0.5f; };
     std::vector<float> c128((size_t)ROWS * 128), c64((size_t)ROWS * 64), e((size_t)ROWS * FR);

@@ -495,12 +495,8 @@ __global__ void __launch_bounds__(fused_threads(SPLIT, TC), SPLIT ? 1 : 2)
             for (int c = 0; c < 4; c++) {
                 const int f = tc_fr + 8 * ni + tc_frame(lane, c);
                 unsigned char *tile = tl + (f / kChunk) * G::BYTES;
-                if constexpr (LAYOUT == LOAD_BST)
-                    *(float *)(tile + (f % kChunk) * G::ROW_BYTES +
-                               (tc_tok + tc_token(lane, c)) * (int)sizeof(float)) = acc[ni][c];
-                else
-                    *(float *)(tile + token_row_offset<TA, K, LOAD_BTS>(
-                                          tc_tok + tc_token(lane, c), f % kChunk)) = acc[ni][c];
+                *(float *)(tile + cell_offset<TA, K, LAYOUT>(tc_tok + tc_token(lane, c),
+                                                             f % kChunk)) = acc[ni][c];
             }
         flag_bad(band_guard(all_in_band(f0 + tc_fr, f0 + tc_fr + 8 * NI - 1, tc_tok, tc_tok + 15),
                             acc, [&](int ni, int c) {

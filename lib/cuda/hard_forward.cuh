@@ -83,6 +83,15 @@ __host__ __device__ __forceinline__ int token_row_offset(int r, int f) {
     return r * G::ROW_BYTES + (((f / G::EPC) ^ swizzle<G>(r, K)) << 4) + (f % G::EPC) * G::ES;
 }
 
+/* Where token r's cell of frame f lies in a chunk tile of either layout:
+ * token rows (swizzled as above) or frame rows (LOAD_BST) */
+template <typename TV, int K, int MODE>
+__host__ __device__ __forceinline__ int cell_offset(int r, int f) {
+    using G = TileGeom<TV, K, MODE>;
+    if constexpr (G::TOKEN_ROWS) return token_row_offset<TV, K, MODE>(r, f);
+    else return f * G::ROW_BYTES + r * G::ES;
+}
+
 /* True when chunk [j0, j0+kChunk) is whole (inside y_len) and every cell of
  * it for tokens [base, base+ROWS) lies in the band. */
 __host__ __device__ __forceinline__ bool chunk_inside_band(int64_t base, int rows, int64_t j0,
