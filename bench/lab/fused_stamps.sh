@@ -3,7 +3,8 @@
 # of the working tree in /tmp with the patch applied (the tree itself is not
 # touched), libmas.a built there, the driver compiled against it, then the
 # stamps at B=32 T=150 S=800, B=32 T=512 S=2048 and B=16 T=1024 S=4096 in both
-# precisions.
+# precisions. PATCHES: the patches to apply in order instead (e.g. a lab form
+# and its stamps: bench/lab/fused_tile_pipe_stamps.patch).
 # Device: run(command="bash bench/lab/fused_stamps.sh")   Output: $OUT/stamps.log
 set -u -o pipefail
 cd "$(dirname "$0")/../.."
@@ -12,7 +13,8 @@ LOG=${OUT:-/tmp}/stamps.log
 SRC=/tmp/stamps_src B=/tmp/stamps_build
 t0=$SECONDS
 rm -rf "$SRC" && mkdir -p "$SRC" && cp -r include lib python tests CMakeLists.txt bench "$SRC"/ &&
-  (cd "$SRC" && git apply bench/lab/fused_stamps.patch) || { echo "patch failed" >"$LOG"; exit 1; }
+  (cd "$SRC" && for p in ${PATCHES:-bench/lab/fused_stamps.patch}; do git apply "$p" || exit 1; done) ||
+  { echo "patch failed" >"$LOG"; exit 1; }
 . bench/gpu_build.sh
 gpu_build "$SRC" "$B" "$(nproc)" "$B.log" mas >"$LOG" 2>&1 # its pkg step fails without _C: libmas.a is built
 [ -f "$B/libmas.a" ] || { tail -30 "$B.log" >>"$LOG"; exit 1; }
