@@ -18,8 +18,9 @@
  * store) through a shared::cluster address, and arrive on the consumer's
  * full barrier (release / acquire at cluster scope).
  *
- * Device: nvcc -std=c++17 -O3 -arch=sm_90 -Itests/cuda bench/lab/cluster_handover_lab.cu
- * -o ha/cluster_handover_lab (built here, carried), then ./ha/cluster_handover_lab (< 1 s).
+ * Device: nvcc -std=c++17 -O3 -arch=sm_90 -Iinclude -Ilib -Itests/cuda
+ * bench/lab/cluster_handover_lab.cu -o ha/cluster_handover_lab (built here,
+ * carried), then ./ha/cluster_handover_lab (< 1 s).
  * Prints a variant a line: cycles a tile at the consumer (from its first
  * full tile to its last, mean over clusters), bytes a cycle, errors. Against
  * it: the products of such a half tile take ~9-10k cycles on a
@@ -31,7 +32,10 @@
 
 #include <vector>
 
-#include "cuda_check.h" /* tests/cuda: CUDA_OK */
+#include "cuda/hard_backtrack_block.cuh" /* cluster_barrier */
+#include "cuda_check.h"                    /* tests/cuda: CUDA_OK */
+
+using mas_cuda::cluster_barrier;
 
 constexpr int kTileFloats = 64 * 64;
 
@@ -48,10 +52,6 @@ __device__ __forceinline__ unsigned map_rank(unsigned a, unsigned rank) {
     unsigned r;
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(rank));
     return r;
-}
-__device__ __forceinline__ void cluster_sync() {
-    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::
-                     : "memory");
 }
 __device__ __forceinline__ void bar_init(unsigned long long *b, unsigned count) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(b)), "r"(count) : "memory");
@@ -101,7 +101,7 @@ __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(32 * (WARPS + 1), 1)
         bar_init(bar + 3, 32u);
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
-    cluster_sync();
+    cluster_barrier(2);
     if (rank == 0 && warp == 0) { /* the consumer */
         unsigned err = 0;
         long long t0 = 0;
@@ -134,7 +134,7 @@ __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(32 * (WARPS + 1), 1)
             bar_arrive_cluster(map_rank(smem_u32(bar + (n & 1)), 0));
         }
     }
-    cluster_sync(); /* no block leaves while the other may still touch its shared memory */
+    cluster_barrier(2); /* no block leaves while the other may still touch its shared memory */
 }
 
 template <int WARPS, int VEC, int ELEMS, bool LOCAL>
