@@ -111,13 +111,15 @@ mas_status launch_fused_as(FusedArgs fa, int64_t B, int64_t per_launch, size_t s
  *    the products.
  * The two forms with a sweep warp of its own take eleven warps in the
  * tensor-core precision (TC), the sweep warp alone on its scheduler
- * (fused_forward.cuh). *split_blocks: the blocks of the first form (one
- * launch), else 0. */
+ * (fused_forward.cuh). *split_blocks: the blocks of a form with a sweep
+ * warp of its own where it took one launch, else 0; *wide: that form has
+ * 128-token slabs. */
 template <typename TX, typename TA, bool TC>
 mas_status launch_fused(FusedArgs fa, int64_t B, const DeviceInfo &dev, cudaStream_t s,
-                        int64_t *split_blocks) {
+                        int64_t *split_blocks, bool *wide) {
     const int es = (int)sizeof(TA);
     *split_blocks = 0;
+    *wide = false;
     const auto fits = [&](size_t smem) { return smem + 1024 <= (size_t)dev.smem_optin; };
     fa.stage = 0;
     fa.vec = 0;
@@ -152,6 +154,10 @@ mas_status launch_fused(FusedArgs fa, int64_t B, const DeviceInfo &dev, cudaStre
                 5 * B * slabs4 >= 3 * (int64_t)dev.sms) {
                 f4.slabs = (int)slabs4;
                 const int64_t per_launch = slabs4 == 1 ? B : (int64_t)per_sm4 * dev.sms / slabs4;
+                if (per_launch >= B) {
+                    *split_blocks = B * slabs4;
+                    *wide = true;
+                }
                 return launch_fused_as<TX, TA, 4, true, TC>(f4, B, per_launch, smem4, dev, s);
             }
         }
@@ -238,35 +244,39 @@ extern "C" mas_status mas_align_gaussian_cuda(const mas_gauss_align_args *args,
     const size_t clear = H.max_slabs > 1 ? H.group_flag - H.ring : 0;
     st = gauss_coef_and_clear(&args->params, &coef, s, error_word, hw + H.ring, clear);
     if (st != MAS_OK) return st;
-    int64_t split = 0; /* blocks of the 64-token kernel with a sweep warp, one launch */
+    int64_t split = 0; /* blocks of a kernel with a sweep warp, one launch */
+    bool wide = false; /* ... with 128-token slabs */
     switch (args->x.dtype) {
     case MAS_FLOAT32:
-        st = tc ? launch_fused<float, float, true>(fa, B, dev, s, &split)
-                : launch_fused<float, float, false>(fa, B, dev, s, &split);
+        st = tc ? launch_fused<float, float, true>(fa, B, dev, s, &split, &wide)
+                : launch_fused<float, float, false>(fa, B, dev, s, &split, &wide);
         break;
-    case MAS_FLOAT64: st = launch_fused<double, double, false>(fa, B, dev, s, &split); break;
+    case MAS_FLOAT64: st = launch_fused<double, double, false>(fa, B, dev, s, &split, &wide); break;
     case MAS_FLOAT16:
-        st = tc ? launch_fused<__half, float, true>(fa, B, dev, s, &split)
-                : launch_fused<__half, float, false>(fa, B, dev, s, &split);
+        st = tc ? launch_fused<__half, float, true>(fa, B, dev, s, &split, &wide)
+                : launch_fused<__half, float, false>(fa, B, dev, s, &split, &wide);
         break;
     default:
-        st = tc ? launch_fused<__nv_bfloat16, float, true>(fa, B, dev, s, &split)
-                : launch_fused<__nv_bfloat16, float, false>(fa, B, dev, s, &split);
+        st = tc ? launch_fused<__nv_bfloat16, float, true>(fa, B, dev, s, &split, &wide)
+                : launch_fused<__nv_bfloat16, float, false>(fa, B, dev, s, &split, &wide);
         break;
     }
     if (st != MAS_OK) return st;
 
-    /* The backtrack streamed (hard_finish.h) where each item's block finds a
-     * multiprocessor the forward leaves idle while it sweeps (B=32 T=150
-     * S=800: 96 sweep blocks, 36 idle), the forward lets it be placed at
-     * its start, and the slab-done flags were zeroed (clear): its words are
-     * copied and walked slab by slab while the forward's later slabs still
-     * sweep, and only the last slab's walks, the chain and the outputs
-     * follow the forward (H200, session 23: 0.0790 -> 0.0758 ms a call in
-     * TF32, 0.1129 -> 0.1089 in float32) */
+    /* The backtrack streamed (hard_finish.h): its blocks are placed while
+     * the forward sweeps, where each item's finds a multiprocessor the
+     * forward leaves idle (B=32 T=150 S=800: 96 sweep blocks, 36 idle) or
+     * on those its first slabs leave (128-token slabs), the forward lets
+     * them be placed at its start, and the slab-done flags were zeroed
+     * (clear): an item's words are copied and walked slab by slab while
+     * the forward's later slabs still sweep, and only the last slab's
+     * walks, the chain and the outputs follow the forward (H200, session
+     * 23: 0.0790 -> 0.0758 ms a call in TF32, 0.1129 -> 0.1089 in float32;
+     * 128-token slabs, H100, session 27: B=32 T=512 S=2048 0.378-0.383 ->
+     * 0.358-0.360, B=16 T=1024 S=4096 0.724-0.729 -> 0.676-0.678) */
     const int *slab_done = nullptr;
-    if (backtrack_streams(split, clear > 0, fa.early_dependents, B, dev.sms))
+    if (backtrack_streams(split, clear > 0, fa.early_dependents, B, dev.sms, wide))
         slab_done = (const int *)(hw + H.flags) + 1;
     return hard_finish(H, hw, B, T, S, args->x_len, args->y_len, acc == MAS_FLOAT64, out, dev, s,
-                       error_word, nullptr, slab_done, fused_tokens(2) / 32);
+                       error_word, nullptr, slab_done, fused_tokens(wide ? 4 : 2) / 32);
 }

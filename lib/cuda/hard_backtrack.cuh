@@ -54,12 +54,14 @@ struct BacktrackArgs {
     unsigned long long *error_word;
     const int *item_status; /* [B] checks made before (NULL: none); not MAS_OK: the item fails */
     int cluster;            /* hard_backtrack_block: blocks an item (a cluster of them) */
-    /* hard_backtrack_block, one block an item: NULL, or the fused forward's
-     * slab-done flags (line b * max_slabs + k, kFlagStride ints apart), for
-     * slabs of slab_groups groups: the words are read slab by slab as the
-     * forward's blocks end (hard_finish.h) */
+    /* hard_backtrack_block: NULL, or the fused forward's slab-done flags
+     * (line b * max_slabs + k, kFlagStride ints apart), for slabs of
+     * slab_groups groups: the words are read slab by slab as the forward's
+     * blocks end (hard_finish.h); then with ring_rows only a stage's rows
+     * of words are kept (backtrack_block_rows) */
     const int *slab_done;
     int slab_groups;
+    int ring_rows;
     int64_t max_slabs;
 };
 

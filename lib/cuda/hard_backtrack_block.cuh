@@ -34,13 +34,19 @@
  * of y_len/31 on one warp, so hard_finish takes this form only for items
  * whose share fits (backtrack_block_smem).
  *
- * Streamed (a.slab_done: the fused forward, where its blocks leave an idle
- * multiprocessor for each item's, backtrack_streams): one block an item,
- * placed while the forward sweeps, copies, folds and walks the groups of
- * each of the forward's slabs once that slab's flag is set; after the
- * forward only the last slab's walks, the chain and the outputs are left
- * (B=32 T=150 S=800, H200: a call 3 us shorter, of 79). Its griddepcontrol.wait
- * is its last step, so that it still ends after the forward. */
+ * Streamed (a.slab_done: the fused forward, backtrack_streams): an item's
+ * block or cluster, placed while the forward sweeps (on multiprocessors it
+ * leaves idle, or that its first slabs leave), copies, folds and walks the
+ * groups of each of the forward's slabs once that slab's flag is set; after
+ * the forward only the last slab's walks, the chain and the outputs are
+ * left (B=32 T=150 S=800, H200: a call 3 us shorter, of 79; B=32 T=512
+ * S=2048, H100: ~20 us, of 380). Where an item's rows of words would not
+ * fit the smallest cluster, only a stage's are kept (a.ring_rows: the
+ * walks need no others), so that fewer multiprocessors hold it (B=16
+ * T=1024 S=4096: clusters of 4 instead of 8, 0.711 -> 0.676-0.689 ms a
+ * call; results/fused-gpu-h100.md, session 27).
+ * Its griddepcontrol.wait is its last step, so that it still ends after the
+ * forward. */
 #ifndef MAS_CUDA_HARD_BACKTRACK_BLOCK_CUH
 #define MAS_CUDA_HARD_BACKTRACK_BLOCK_CUH
 
@@ -129,8 +135,12 @@ __global__ void __launch_bounds__(32 * kBlockWarps) hard_backtrack_block(Backtra
     const int S = (int)a.S, tp = (int)a.groups * 32; /* tp: starts a window */
     const int wmax = (int)backtrack_block_windows(a.S, c), row = 32 * wmax;
     const int64_t X64 = a.x_len[b], Y64 = a.y_len[b];
-    uint32_t *const words = bt_smem + row; /* row g at words + g * row; row -1 before */
-    uint32_t *const moves = words + (int)a.groups * row;
+    /* groups [g0, g1) at a time: all at once, or streamed a slab's, the
+     * rows of words kept all or (ring_rows) a ring of the stage's and the
+     * one below */
+    const int stage = streamed ? a.slab_groups : max(1, (int)a.groups);
+    const int kept = (int)backtrack_block_rows(a.groups, streamed && a.ring_rows ? stage : 0);
+    uint32_t *const moves = bt_smem + kept * row;
     int *const below = (int *)(moves + wmax * tp);
     int *const tops = below + tp;
 
@@ -152,10 +162,17 @@ __global__ void __launch_bounds__(32 * kBlockWarps) hard_backtrack_block(Backtra
             }
         }
     };
-    /* groups [g0, g1) at a time: all at once, or streamed a slab's */
-    const int stage = streamed ? a.slab_groups : (live > 0 ? live : 1);
     for (int g0 = 0; g0 < live; g0 += stage) {
         const int g1 = min(live, g0 + stage);
+        /* row g of the stage's [g0 - 1, g1): slot g + 1 of the ring, with
+         * one modulo a stage rather than one a row */
+        const int s0 = (g0 + 1) % kept;
+        auto words = [&](int g) {
+            int at = s0 + (g - g0);
+            at += at < 0 ? kept : 0;
+            at -= at >= kept ? kept : 0;
+            return bt_smem + at * row;
+        };
         if (streamed) {
             if (tid == 0) {
                 const int *done = a.slab_done + ((size_t)b * a.max_slabs + g0 / stage) * kFlagStride;
@@ -166,13 +183,17 @@ __global__ void __launch_bounds__(32 * kBlockWarps) hard_backtrack_block(Backtra
         /* 16 bytes a copy where rows are 16-byte aligned; in flight during
          * the item's checks at the last stage */
         if ((S & 3) == 0) {
-            for (int r = g0; r < g1; ++r)
+            for (int r = g0; r < g1; ++r) {
+                uint32_t *const dst = words(r);
                 for (int f = f0 + 4 * tid; f < f1; f += 4 * threads)
-                    copy16_async(words + r * row + (f - f0), src + (int64_t)r * S + f);
+                    copy16_async(dst + (f - f0), src + (int64_t)r * S + f);
+            }
         } else {
-            for (int r = g0; r < g1; ++r)
+            for (int r = g0; r < g1; ++r) {
+                uint32_t *const dst = words(r);
                 for (int f = f0 + tid; f < f1; f += threads)
-                    copy_elem_async(words + r * row + (f - f0), src + (int64_t)r * S + f, true);
+                    copy_elem_async(dst + (f - f0), src + (int64_t)r * S + f, true);
+            }
         }
         async_commit();
         if (g1 == live) read_status();
@@ -183,14 +204,16 @@ __global__ void __launch_bounds__(32 * kBlockWarps) hard_backtrack_block(Backtra
          * y_len zeros (the walk from x_len - 1 at the top window's first
          * frame stays there until y_len - 1); the token equal to the frame
          * moves; token 0 never */
-        for (int r = g0 == 0 ? -1 : g0; r < g1; ++r)
+        for (int r = g0 == 0 ? -1 : g0; r < g1; ++r) {
+            uint32_t *const wr = words(r);
             for (int f = f0 + tid; f < 32 * (w0 + nw); f += threads) {
-                uint32_t w = r >= 0 && f < Y ? words[r * row + (f - f0)] : 0u;
+                uint32_t w = r >= 0 && f < Y ? wr[f - f0] : 0u;
                 const int d = f - 32 * r;
                 if (r >= 0 && d >= 0 && d < 32) w |= 1u << d;
                 if (r == 0) w &= ~1u;
-                words[r * row + (f - f0)] = __brev(w);
+                wr[f - f0] = __brev(w);
             }
+        }
         __syncthreads();
 
         /* window i from every start of group g, for g in [g0, g1): rows g - 1
@@ -200,10 +223,9 @@ __global__ void __launch_bounds__(32 * kBlockWarps) hard_backtrack_block(Backtra
             const int t1 = t0 + 1 < tasks ? t0 + 1 : t0;
             const int i0 = t0 / ng, i1 = t1 / ng;
             const int gA = g0 + t0 - i0 * ng, gB = g0 + t1 - i1 * ng;
-            const uint32_t *lo0 = words + (gA - 1) * row + 32 * i0;
-            const uint32_t *lo1 = words + (gB - 1) * row + 32 * i1;
             uint32_t mv0, mv1;
-            block_walk_pair(lo0, lo0 + row, lo1, lo1 + row, lane, mv0, mv1);
+            block_walk_pair(words(gA - 1) + 32 * i0, words(gA) + 32 * i0, words(gB - 1) + 32 * i1,
+                            words(gB) + 32 * i1, lane, mv0, mv1);
             moves[i0 * tp + 32 * gA + lane] = mv0;
             moves[i1 * tp + 32 * gB + lane] = mv1; /* the same words when t1 == t0 */
         }

@@ -258,18 +258,40 @@ static inline HardLayout hard_layout(int64_t B, int64_t T, int64_t S, mas_dtype 
 }
 
 /* hard_backtrack_block (hard_backtrack_block.cuh): windows of 32 frames a
- * block of a cluster of c holds at most; its dynamic shared memory in bytes
- * for clusters of c blocks (the words [1 + groups][32 windows], row -1
- * first; the moves [windows][groups * 32] of every start of every window;
- * the token below the block's windows for every start at their top; the
- * path's token at each window's top); the most hard_finish gives a block
- * (else the warp an item of hard_backtrack). */
+ * block of a cluster of c holds at most; the rows of words it keeps: all
+ * 1 + groups (row -1 first), or, streamed a stage of `stage` groups at a
+ * time, the stage's and the row below it (what a stage's walks read); its
+ * dynamic shared memory in bytes for clusters of c blocks (those rows of
+ * [32 windows] words; the moves [windows][groups * 32] of every start of
+ * every window; the token below the block's windows for every start at
+ * their top; the path's token at each window's top); the most hard_finish
+ * gives a block (else the warp an item of hard_backtrack). */
 __host__ __device__ __forceinline__ int64_t backtrack_block_windows(int64_t S, int c) {
     return ((S + 31) / 32 + c - 1) / c;
 }
-static inline size_t backtrack_block_smem(int64_t groups, int64_t S, int c) {
+__host__ __device__ __forceinline__ int64_t backtrack_block_rows(int64_t groups, int stage) {
+    return stage > 0 && stage < groups ? stage + 1 : 1 + groups;
+}
+static inline size_t backtrack_block_smem(int64_t groups, int64_t S, int c, int stage = 0) {
     const int64_t w = backtrack_block_windows(S, c), starts = groups * 32;
-    return (size_t)((1 + groups) * 32 * w + w * starts + starts + w) * 4;
+    return (size_t)(backtrack_block_rows(groups, stage) * 32 * w + w * starts + starts + w) * 4;
+}
+/* Streamed (hard_finish's slab_done, stages of `stage` groups): the
+ * smallest cluster (up to `most` blocks) whose share fits `budget` bytes a
+ * block, with all rows of words or, where they do not fit, a stage's
+ * (*ring). Its blocks are placed on the multiprocessors the forward leaves
+ * idle or its first slabs free, and the fewer it needs the sooner every
+ * item's is in place. */
+static inline int backtrack_streamed_cluster(int64_t groups, int64_t S, int stage, size_t budget,
+                                             int most, bool *ring) {
+    int c = 1;
+    for (;; c *= 2) {
+        *ring = false;
+        if (backtrack_block_smem(groups, S, c) <= budget) break;
+        *ring = true;
+        if (backtrack_block_smem(groups, S, c, stage) <= budget || c >= most) break;
+    }
+    return c;
 }
 constexpr size_t kBacktrackBlockSmem = 160 * 1024;
 constexpr int kMaxCluster = 8; /* the portable cluster size */
@@ -294,13 +316,17 @@ static inline bool backtrack_block_fits(int64_t groups, int64_t S, int smem_opti
 
 /* Whether the fused call streams its backtrack (hard_finish's slab_done):
  * its forward took split_blocks blocks of one launch, one a multiprocessor
- * or fewer (0: another form), lets the backtrack's blocks be placed at its
- * start (early), and zeroed the slab-done flags (cleared); and each of the
+ * (0: another form), lets the backtrack's blocks be placed at its start
+ * (early), and zeroed the slab-done flags (cleared); and either each of the
  * B items' backtrack blocks finds one of the sms multiprocessors it leaves
- * idle, so that no block waits for one while it polls. */
+ * idle, so that no block waits for one while it polls, or its slabs are
+ * 128 tokens (wide): there the slabs of an item end one after another (the
+ * first ~20% of the forward's time before the last), and the backtrack's
+ * blocks, placed on the multiprocessors the first ones leave, read each
+ * slab as it ends instead of all of them after the forward. */
 static inline bool backtrack_streams(int64_t split_blocks, bool cleared, bool early, int64_t B,
-                                     int sms) {
-    return split_blocks > 0 && cleared && early && B <= (int64_t)sms - split_blocks;
+                                     int sms, bool wide = false) {
+    return split_blocks > 0 && cleared && early && (wide || B <= (int64_t)sms - split_blocks);
 }
 
 /* Running maximum that keeps NaN (and +inf, the largest value): checking the

@@ -25,8 +25,8 @@ namespace mas_cuda {
  * item checks, hard_chain.cu). slab_done (device, NULL: none): the fused
  * forward's slab-done flags (fused_forward.cuh), set once a slab of
  * slab_groups groups has written its words, flags and final score; with
- * them the block form, one block an item, starts as the forward's blocks
- * are placed and reads each slab as it ends (the forward must have every
+ * them the block form, a block or a cluster an item, is placed while the
+ * forward runs and reads each slab as it ends (the forward must have every
  * block in place before it lets the backtrack's be placed). Returns MAS_OK
  * or MAS_ERR_CUDA. */
 mas_status hard_finish(const HardLayout &L, unsigned char *ws, int64_t B, int64_t T, int64_t S,

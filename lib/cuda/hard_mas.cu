@@ -287,14 +287,24 @@ bool launch_backtrack_block(BacktrackArgs ba, int64_t groups, const Device &dev,
     if (!backtrack_block_fits(groups, ba.S, dev.smem_optin, dev.cc_major)) return false;
     const int most = backtrack_cluster_most(dev.cc_major);
     const size_t budget = backtrack_block_budget(dev.smem_optin);
+    const int stage = ba.slab_done ? ba.slab_groups : 0; /* streamed: groups a stage */
+    bool ring = false;
+    const auto smem = [&](int c) { return backtrack_block_smem(groups, ba.S, c, ring ? stage : 0); };
     int c = 1;
-    /* streamed: one block an item, where its words fit */
-    if (ba.slab_done && backtrack_block_smem(groups, ba.S, 1) > budget) ba.slab_done = nullptr;
-    if (!ba.slab_done) {
+    if (ba.slab_done) {
+        /* streamed: B=16 T=1024 S=4096 takes clusters of 4 with a stage's
+         * rows (0.711 -> 0.676-0.689 ms a call, where 8 held half the items'
+         * back until the forward's last slabs ended), B=32 T=512 S=2048
+         * clusters of 2 with all rows (0.3603 ms a call against
+         * 0.3634-0.3660 for one block with a stage's at 174 KB; H100,
+         * results/fused-gpu-h100.md, session 27) */
+        c = backtrack_streamed_cluster(groups, ba.S, stage, budget, most, &ring);
+    } else {
         while (c < most && ba.B * 2 * c <= dev.sms) c *= 2;
-        while (c < most && backtrack_block_smem(groups, ba.S, c) > budget) c *= 2;
+        while (c < most && smem(c) > budget) c *= 2;
     }
     if (ba.B * c > 0x7fffffff) return false;
+    ba.ring_rows = ring ? 1 : 0;
     cudaLaunchConfig_t cfg = {};
     /* the cluster, then the dependent launch (dependent_launch.cuh), which
      * the occupancy query is not asked about */
@@ -311,14 +321,14 @@ bool launch_backtrack_block(BacktrackArgs ba, int64_t groups, const Device &dev,
      * and the share still fits (a block a multiprocessor: clusters must
      * find whole free groups of multiprocessors in one GPC) */
     for (;;) {
-        cfg.dynamicSmemBytes = backtrack_block_smem(groups, ba.S, c);
+        cfg.dynamicSmemBytes = smem(c);
         size_t raise = (cfg.dynamicSmemBytes + 4095) / 4096 * 4096; /* as clusters_at_once asks */
         if (raise + 1024 > (size_t)dev.smem_optin) raise = cfg.dynamicSmemBytes;
         if (ensure_smem(cache, hard_backtrack_block, dev, raise) != MAS_OK) return false;
         attr[0].val.clusterDim.x = (unsigned)c;
         cfg.gridDim = dim3((unsigned)(ba.B * c));
         cfg.numAttrs = c > 1 ? 1 : 0;
-        if (c == 1 || backtrack_block_smem(groups, ba.S, c / 2) > budget ||
+        if (c == 1 || smem(c / 2) > budget || ba.slab_done ||
             clusters_at_once(cfg, c, dev) >= ba.B)
             break;
         c /= 2;

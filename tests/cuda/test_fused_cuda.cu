@@ -325,7 +325,8 @@ static void warp_placement() {
  * benchmarks' rows in clusters of 8 on an H100 (227 KB a block), in one
  * block where a block gets 48 KB and clusters are not there (T=150 only);
  * the warp form for this file's warp-form case; and when fused.cu streams
- * the block form (backtrack_streams). */
+ * the block form (backtrack_streams: on idle multiprocessors, or behind
+ * 128-token slabs). */
 static void backtrack_forms() {
     snprintf(g_case, sizeof g_case, "backtrack forms");
     const auto smem = [](int64_t T, int64_t S, int c) {
@@ -354,6 +355,30 @@ static void backtrack_forms() {
     CHECK(!backtrack_streams(96, true, false, 32, 132), "no early placement: no streaming");
     CHECK(backtrack_streams(2, true, true, 1, 3) && !backtrack_streams(2, true, true, 2, 3),
           "an item a block on the idle multiprocessors, no more");
+    /* streamed, all rows of words kept or a stage's (the stage's and the one
+     * below), in the smallest cluster whose share fits 160 KB a block:
+     * B=32 T=150 S=800 one block, all rows; B=32 T=512 S=2048 (128-token
+     * slabs, 4 groups a stage) clusters of 2, all rows (one block would need
+     * 174 KB with a stage's); B=16 T=1024 S=4096 clusters of 4 with a
+     * stage's (152 KB; 8 with all rows) */
+    CHECK(mas_cuda::backtrack_block_rows(16, 4) == 5 && mas_cuda::backtrack_block_rows(3, 4) == 4 &&
+              mas_cuda::backtrack_block_rows(16, 0) == 17,
+          "rows kept: the stage's and the one below, never more than all");
+    CHECK(mas_cuda::backtrack_block_smem(16, 2048, 1, 4) == (5 * 32 * 64 + 64 * 512 + 512 + 64) * 4,
+          "T=512 S=2048, a stage's rows in one block");
+    const auto cluster = [](int64_t T, int64_t S, int stage, bool *ring) {
+        return mas_cuda::backtrack_streamed_cluster((T + 31) / 32, S, stage,
+                                                    mas_cuda::kBacktrackBlockSmem, 8, ring);
+    };
+    bool ring = true;
+    CHECK(cluster(150, 800, 2, &ring) == 1 && !ring, "T=150 S=800 streamed: one block, all rows");
+    CHECK(cluster(512, 2048, 4, &ring) == 2 && !ring, "T=512 S=2048 streamed: 2 blocks, all rows");
+    CHECK(cluster(1024, 4096, 4, &ring) == 4 && ring, "T=1024 S=4096 streamed: 4 blocks, a stage's rows");
+    CHECK(cluster(640, 1280, 4, &ring) == 1 && ring, "T=640 S=1280 streamed: one block, a stage's rows");
+    /* 128-token slabs in one launch: placed on the multiprocessors the first slabs leave */
+    CHECK(backtrack_streams(128, true, true, 32, 132, true), "B=32 T=512 on 132 SMs should stream");
+    CHECK(!backtrack_streams(0, true, true, 64, 132, true), "two launches should not stream");
+    CHECK(!backtrack_streams(128, true, false, 32, 132, true), "no early placement: no streaming");
 }
 
 int main(int argc, char **argv) {
@@ -400,6 +425,10 @@ int main(int argc, char **argv) {
         /* the 128-token kernel with float32 frames stored frame-major: the
          * next tile's frames staged an element at a time */
         {40, 260, 700, 80, MAS_FLOAT32, MAS_FLOAT32, true, false, true, 0, 0},
+        /* five 128-token slabs an item in one launch: the backtrack
+         * streamed slab by slab in clusters of 2 (an item's moves alone
+         * 143 KB), NaN frames and bad models */
+        {24, 520, 2100, 12, MAS_FLOAT32, MAS_FLOAT32, false, false, true, 0.2, 0.1},
         /* ... else the 64-token kernel without a sweep warp of its own:
          * float64, and rows in two slices */
         {70, 100, 160, 8, MAS_FLOAT64, MAS_FLOAT64, false, false, true, 0, 0},
@@ -418,6 +447,11 @@ int main(int argc, char **argv) {
      * of 8 blocks some of which hold no window (y_len < 8 windows) */
     run_case({1, 2500, 2600, 8, MAS_FLOAT32, MAS_FLOAT32, false, false, true, 0.2, 0});
     run_case({1, 40, 100, 8, MAS_FLOAT32, MAS_FLOAT32, false, false, true, 0.2, 0});
+    /* the backtrack streamed behind 128-token slabs with a stage's rows of
+     * words (all 20 groups' would take 208 KB of one block, a stage's 128;
+     * backtrack_streamed_cluster), NaN frames and bad models, in the short
+     * set too (the sanitizers run it) */
+    run_case({16, 640, 1280, 4, MAS_FLOAT32, MAS_FLOAT32, false, false, true, 0.2, 0.1});
     if (!small)
         for (int32_t pr : {MAS_PRECISION_DEFAULT, MAS_PRECISION_TF32})
             run_case({6, 1024, 4096, 80, MAS_FLOAT32, MAS_FLOAT32, false, false, false, 0, 0, pr});
