@@ -375,6 +375,7 @@ static void backtrack_forms() {
     CHECK(cluster(512, 2048, 4, &ring) == 2 && !ring, "T=512 S=2048 streamed: 2 blocks, all rows");
     CHECK(cluster(1024, 4096, 4, &ring) == 4 && ring, "T=1024 S=4096 streamed: 4 blocks, a stage's rows");
     CHECK(cluster(640, 1280, 4, &ring) == 1 && ring, "T=640 S=1280 streamed: one block, a stage's rows");
+    CHECK(cluster(768, 1920, 4, &ring) == 2 && ring, "T=768 S=1920 streamed: 2 blocks, a stage's rows");
     /* 128-token slabs in one launch: placed on the multiprocessors the first slabs leave */
     CHECK(backtrack_streams(128, true, true, 32, 132, true), "B=32 T=512 on 132 SMs should stream");
     CHECK(!backtrack_streams(0, true, true, 64, 132, true), "two launches should not stream");
@@ -452,9 +453,13 @@ int main(int argc, char **argv) {
      * backtrack_streamed_cluster), NaN frames and bad models, in the short
      * set too (the sanitizers run it) */
     run_case({16, 640, 1280, 4, MAS_FLOAT32, MAS_FLOAT32, false, false, true, 0.2, 0.1});
-    if (!small)
+    if (!small) {
         for (int32_t pr : {MAS_PRECISION_DEFAULT, MAS_PRECISION_TF32})
             run_case({6, 1024, 4096, 80, MAS_FLOAT32, MAS_FLOAT32, false, false, false, 0, 0, pr});
+        /* streamed in clusters of 2 with a stage's rows (all 24 groups' would
+         * take 187 KB a block, a stage's 112) */
+        run_case({14, 768, 1920, 4, MAS_FLOAT32, MAS_FLOAT32, false, false, true, 0.2, 0.1});
+    }
     printf("%lld checks, %lld failed\n", (long long)g_checks, (long long)g_failures);
     return g_failures ? 1 : 0;
 }
