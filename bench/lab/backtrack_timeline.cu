@@ -9,11 +9,13 @@
  * (builds libmas.a with the patch in a copy of the tree and this driver
  * against it). `backtrack_timeline [B T S]` (default 32 512 2048), float32,
  * D=80, full lengths: 20 back-to-back calls (their wall a call by CUDA
- * events), the stamps of the last. Prints, in us from the first forward
- * slab's start: for the first items, each slab's end, the backtrack's
- * entry, the stages' flags seen and its steps; then over all items the
- * forward's end (its last slab's), the call's end (the last backtrack's
- * wait done), and the median of each step after an item's last slab. */
+ * events), then one call alone, whose stamps it prints, in us from the
+ * coefficient kernel's start (its first block's, after its dependency
+ * wait; also its last block's end): for the first items, each slab's end,
+ * the backtrack's entry, the stages' flags seen and its steps; then over
+ * all items the forward's end (its last slab's), the call's end (the last
+ * backtrack's wait done), and the median of each step after an item's
+ * last slab. */
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -32,6 +34,7 @@
 
 extern "C" int mas_lab_timeline(unsigned long long *out);
 extern "C" int mas_lab_timeline_bt(unsigned long long *out);
+extern "C" int mas_lab_timeline_coef(unsigned long long *out);
 
 static double median(std::vector<double> v) {
     if (v.empty()) return 0;
@@ -69,9 +72,9 @@ int main(int argc, char **argv) {
     DevBuf w(ws);
     uint64_t *word = (uint64_t *)dword.p;
     CUDA_OK(cudaMemset(word, 0xff, 8));
-    static unsigned long long fw[64 * 64], bt[64 * 64];
+    static unsigned long long fw[64 * 64], bt[64 * 64], cf[2];
     for (int k = 0; k < 5; k++) mas_align_gaussian_cuda(&a, &o, w.p, ws, nullptr, word);
-    if (mas_lab_timeline(fw) || mas_lab_timeline_bt(bt)) return 1;
+    if (mas_lab_timeline(fw) || mas_lab_timeline_bt(bt) || mas_lab_timeline_coef(cf)) return 1;
     const int calls = 20;
     cudaEvent_t e0, e1;
     CUDA_OK(cudaEventCreate(&e0));
@@ -84,14 +87,19 @@ int main(int argc, char **argv) {
     float ms = 0;
     CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
     if (mas_lab_timeline(fw) || mas_lab_timeline_bt(bt)) return 1;
+    /* the coefficient kernel's stamps span the 20 calls: one more call alone */
+    if (mas_lab_timeline_coef(cf)) return 1;
+    if (mas_align_gaussian_cuda(&a, &o, w.p, ws, nullptr, word) != MAS_OK) return 1;
+    if (mas_lab_timeline(fw) || mas_lab_timeline_bt(bt) || mas_lab_timeline_coef(cf)) return 1;
     const int64_t items = B < 64 ? B : 64;
-    unsigned long long t0 = ~0ull;
+    unsigned long long t0 = cf[0];
     for (int64_t b = 0; b < items; b++)
         for (int s = 0; s < 16; s++)
             if (fw[b * 64 + 16 + s]) t0 = std::min(t0, fw[b * 64 + 16 + s]);
     auto us = [&](unsigned long long t) { return t ? (double)(t - t0) / 1e3 : -1.0; };
-    printf("B=%lld T=%lld S=%lld float32: %.4f ms a call (CUDA events); us from the first slab's start\n",
-           (long long)B, (long long)T, (long long)S, ms / calls);
+    printf("B=%lld T=%lld S=%lld float32: %.4f ms a call (CUDA events, %d back to back); one call "
+           "alone, us from the coefficient kernel's start: its end %.1f\n",
+           (long long)B, (long long)T, (long long)S, ms / calls, calls, us(cf[1]));
     printf("item | slab ends (64-token slabs at T < 256: read the first) | backtrack entry | stage flags seen | stages done | chain | outputs | runs | wait\n");
     for (int64_t b = 0; b < std::min<int64_t>(items, 6); b++) {
         printf("%lld |", (long long)b);
