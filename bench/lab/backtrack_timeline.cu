@@ -31,6 +31,7 @@
 #include "mas.h"
 #include "test_common.h"
 #include "fused_test_data.h"
+#include "glow_inputs.h" /* GlowInputs */
 
 extern "C" int mas_lab_timeline(unsigned long long *out);
 extern "C" int mas_lab_timeline_bt(unsigned long long *out);
@@ -45,29 +46,10 @@ static double median(std::vector<double> v) {
 int main(int argc, char **argv) {
     const int64_t B = argc > 3 ? atoll(argv[1]) : 32, T = argc > 3 ? atoll(argv[2]) : 512,
                   S = argc > 3 ? atoll(argv[3]) : 2048, J = 80;
-    g_rng = 88172645463325252ull;
-    std::vector<float> z((size_t)(B * J * S)), m((size_t)(B * J * T)), l((size_t)(B * J * T));
-    for (auto &v : z) v = (float)nrand();
-    for (auto &v : m) v = (float)nrand();
-    for (auto &v : l) v = 0.3f * (float)nrand();
-    std::vector<int64_t> xl((size_t)B, T), yl((size_t)B, S);
-    DevBuf dz(z.size() * 4), dm(m.size() * 4), dl(l.size() * 4), dx(B * 8), dy(B * 8);
-    DevBuf ddur(B * T * 4), didx(B * S * 4), dscore(B * 4), dword(8);
-    upload(dz, z.data(), z.size() * 4);
-    upload(dm, m.data(), m.size() * 4);
-    upload(dl, l.data(), l.size() * 4);
-    upload(dx, xl.data(), B * 8);
-    upload(dy, yl.data(), B * 8);
-    const mas_hard_outputs o =
-        hard_outputs(nullptr, (int32_t *)ddur.p, (int32_t *)didx.p, dscore.p, B, T, S);
-    mas_gauss_align_args a;
-    memset(&a, 0, sizeof a);
-    a.x = t3(dz.p, MAS_FLOAT32, B, S, J, J * S, 1, S);
-    a.params.means = t3(dm.p, MAS_FLOAT32, B, T, J, J * T, 1, T);
-    a.params.spread = t3(dl.p, MAS_FLOAT32, B, T, J, J * T, 1, T);
-    a.params.spread_kind = MAS_SPREAD_LOG_STD;
-    a.x_len = (const int64_t *)dx.p;
-    a.y_len = (const int64_t *)dy.p;
+    const GlowInputs in(B, T, S, J);
+    DevBuf dword(8);
+    const mas_hard_outputs o = in.outputs();
+    const mas_gauss_align_args a = in.args(MAS_PRECISION_DEFAULT);
     const size_t ws = mas_align_gaussian_cuda_workspace_size(&a);
     DevBuf w(ws);
     uint64_t *word = (uint64_t *)dword.p;

@@ -28,40 +28,20 @@
 #include "mas.h"
 #include "test_common.h"
 #include "fused_test_data.h"
+#include "glow_inputs.h" /* GlowInputs */
 
 extern "C" int mas_lab_fused_stamps(unsigned long long *out);
 
 int main(int argc, char **argv) {
     const int64_t B = argc > 3 ? atoll(argv[1]) : 32, T = argc > 3 ? atoll(argv[2]) : 150,
                   S = argc > 3 ? atoll(argv[3]) : 800, J = 80;
-    g_rng = 88172645463325252ull;
-    /* Glow-TTS's layouts: z [B, J, S], mean and log_std [B, J, T] */
-    std::vector<float> z((size_t)(B * J * S)), m((size_t)(B * J * T)), l((size_t)(B * J * T));
-    for (auto &v : z) v = (float)nrand();
-    for (auto &v : m) v = (float)nrand();
-    for (auto &v : l) v = 0.3f * (float)nrand();
-    std::vector<int64_t> xl((size_t)B, T), yl((size_t)B, S);
-    DevBuf dz(z.size() * 4), dm(m.size() * 4), dl(l.size() * 4), dx(B * 8), dy(B * 8);
-    DevBuf ddur(B * T * 4), didx(B * S * 4), dscore(B * 4), dword(8);
-    upload(dz, z.data(), z.size() * 4);
-    upload(dm, m.data(), m.size() * 4);
-    upload(dl, l.data(), l.size() * 4);
-    upload(dx, xl.data(), B * 8);
-    upload(dy, yl.data(), B * 8);
+    const GlowInputs in(B, T, S, J);
+    DevBuf dword(8);
     int clock_khz = 0;
     CUDA_OK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
-    const mas_hard_outputs o =
-        hard_outputs(nullptr, (int32_t *)ddur.p, (int32_t *)didx.p, dscore.p, B, T, S);
+    const mas_hard_outputs o = in.outputs();
     for (int prec = 0; prec < 2; prec++) {
-        mas_gauss_align_args a;
-        memset(&a, 0, sizeof a);
-        a.x = t3(dz.p, MAS_FLOAT32, B, S, J, J * S, 1, S);
-        a.params.means = t3(dm.p, MAS_FLOAT32, B, T, J, J * T, 1, T);
-        a.params.spread = t3(dl.p, MAS_FLOAT32, B, T, J, J * T, 1, T);
-        a.params.spread_kind = MAS_SPREAD_LOG_STD;
-        a.x_len = (const int64_t *)dx.p;
-        a.y_len = (const int64_t *)dy.p;
-        a.precision = prec ? MAS_PRECISION_TF32 : MAS_PRECISION_DEFAULT;
+        const mas_gauss_align_args a = in.args(prec ? MAS_PRECISION_TF32 : MAS_PRECISION_DEFAULT);
         const size_t ws = mas_align_gaussian_cuda_workspace_size(&a);
         DevBuf w(ws);
         uint64_t *word = (uint64_t *)dword.p;
