@@ -11,8 +11,10 @@
  * D=80, full lengths: 20 back-to-back calls (their wall a call by CUDA
  * events), then one call alone, whose stamps it prints, in us from the
  * coefficient kernel's start (its first block's, after its dependency
- * wait; also its last block's end): for the first items, each slab's end,
- * the backtrack's entry, the stages' flags seen and its steps; then over
+ * wait; also its last block's end): for the first items, each slab's start
+ * and end (and, with bench/lab/backtrack_timeline_own_coef.patch, when its
+ * coefficients are made), the backtrack's entry, the stages' flags seen
+ * and its steps; then over
  * all items the forward's end (its last slab's), the call's end (the last
  * backtrack's wait done), and the median of each step after an item's
  * last slab. */
@@ -82,6 +84,19 @@ int main(int argc, char **argv) {
     printf("B=%lld T=%lld S=%lld float32: %.4f ms a call (CUDA events, %d back to back); one call "
            "alone, us from the coefficient kernel's start: its end %.1f\n",
            (long long)B, (long long)T, (long long)S, ms / calls, calls, us(cf[1]));
+    printf("item | slab starts | coefficients made (session 28: own) | slab ends\n");
+    for (int64_t b = 0; b < std::min<int64_t>(items, 6); b++) {
+        printf("%lld |", (long long)b);
+        for (int s = 0; s < 16; s++)
+            if (fw[b * 64 + 16 + s]) printf(" %.1f", us(fw[b * 64 + 16 + s]));
+        printf(" |");
+        for (int s = 0; s < 10; s++)
+            if (fw[b * 64 + 54 + s]) printf(" %.1f", us(fw[b * 64 + 54 + s]));
+        printf(" |");
+        for (int s = 0; s < 16; s++)
+            if (fw[b * 64 + s]) printf(" %.1f", us(fw[b * 64 + s]));
+        printf("\n");
+    }
     printf("item | slab ends (64-token slabs at T < 256: read the first) | backtrack entry | stage flags seen | stages done | chain | outputs | runs | wait\n");
     for (int64_t b = 0; b < std::min<int64_t>(items, 6); b++) {
         printf("%lld |", (long long)b);

@@ -42,7 +42,7 @@ struct Case {
     bool shared_model;
     bool ties;
     double nan_frame; /* chance an item gets a NaN frame inside y_len */
-    double bad_model; /* chance an item gets a NaN mean */
+    double bad_model; /* chance an item gets a bad mean or log-std */
     int32_t precision;
 };
 
@@ -102,8 +102,14 @@ static void run_case(const Case &c) {
     for (int64_t b = 0; b < B; b++) {
         if (chance(c.nan_frame) && yl[b] >= 1 && yl[b] <= S)
             store(z, zat(b, irand(0, yl[b] - 1), irand(0, J - 1)), c.zt, NAN);
-        if (b < MB && chance(c.bad_model))
-            store(mean, (b * J + irand(0, J - 1)) * T + irand(0, T - 1), c.mt, NAN);
+        if (b < MB && chance(c.bad_model)) {
+            /* a NaN mean, or a log-std whose variance underflows (b = 0) or
+             * that is -inf: each of the coefficient checks' branches */
+            const int64_t at = (b * J + irand(0, J - 1)) * T + irand(0, T - 1);
+            const int kind = (int)irand(0, 2);
+            if (kind == 0) store(mean, at, c.mt, NAN);
+            else store(logs, at, c.mt, kind == 1 ? 400.0 : -INFINITY);
+        }
     }
 
     auto args_of = [&](void *zp, void *mp, void *lp, const int64_t *x, const int64_t *y) {
