@@ -11,13 +11,13 @@
  * D=80, full lengths: 20 back-to-back calls (their wall a call by CUDA
  * events), then one call alone, whose stamps it prints, in us from the
  * coefficient kernel's start (its first block's, after its dependency
- * wait; also its last block's end): for the first items, each slab's start
- * and end (and, with bench/lab/backtrack_timeline_own_coef.patch, when its
- * coefficients are made), the backtrack's entry, the stages' flags seen
- * and its steps; then over
- * all items the forward's end (its last slab's), the call's end (the last
- * backtrack's wait done), and the median of each step after an item's
- * last slab. */
+ * wait; also its last block's end): for the first items, each slab's
+ * start, when its coefficients are at hand (with
+ * bench/lab/slab_own_coef.patch applied first: when it has made its own)
+ * and its end, the backtrack's entry, the stages' flags seen and its
+ * steps; then over all items the forward's end (its last slab's), the
+ * call's end (the last backtrack's wait done), and the median of each step
+ * after an item's last slab. */
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdio.h>
