@@ -844,7 +844,12 @@ size_t mas_align_gaussian_cuda_workspace_size(const mas_gauss_align_args *args);
  * (64 tokens a block, every block of an item resident); value errors (a bad
  * model: item b*T + k as mas_gauss_coef_cuda; lengths, NaN/+inf in the band,
  * no finite path: item b) go to *error_word (may be NULL) as for
- * mas_hard_cuda. */
+ * mas_hard_cuda. In a loop of calls on sm_90 and later, a call may start
+ * while the last kernel of the mas_align_gaussian_cuda call just before it
+ * on `stream` still ends: it reads its means and spreads then, and writes
+ * nothing before that kernel has ended. So they must not be memory that
+ * the call just before writes (its outputs) unless an operation of the
+ * caller's runs between the two. */
 mas_status mas_align_gaussian_cuda(const mas_gauss_align_args *args,
                                    const mas_hard_outputs *out, void *workspace,
                                    size_t workspace_size, void *stream, uint64_t *error_word);

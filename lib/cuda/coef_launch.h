@@ -15,10 +15,13 @@ namespace mas_cuda {
 /* mas_gauss_coef_cuda's checks and kernel, which also zeroes clear[0 ..
  * clear_bytes) (16-byte aligned, a multiple of 16 bytes; NULL and 0: none).
  * The kernel lets a dependent launch after it (dependent_launch.cuh) place
- * its blocks early. Returns MAS_OK, a check's status or MAS_ERR_CUDA. */
+ * its blocks early. hold (float32 coefficients; else ignored): it reads
+ * the model and computes its first pass before it waits for the kernel
+ * before it, and writes nothing until then (likelihood.cu). Returns MAS_OK,
+ * a check's status or MAS_ERR_CUDA. */
 mas_status gauss_coef_and_clear(const mas_gauss_params *params, const mas_tensor3 *coef,
                                 cudaStream_t s, uint64_t *error_word, void *clear,
-                                size_t clear_bytes);
+                                size_t clear_bytes, bool hold);
 
 /* Gaussians a tile of the coefficient kernel for items x M Gaussians on
  * sms multiprocessors: 32, unless tiles of 16 spread the work over the

@@ -239,10 +239,24 @@ extern "C" mas_status mas_align_gaussian_cuda(const mas_gauss_align_args *args,
     fa.item0 = 0;
     fa.ticket0 = 0;
     fa.early_dependents = backtrack_block_fits(H.groups, S, dev.smem_optin, dev.cc_major);
+    /* In a loop of calls the next call's coefficient kernel is placed once
+     * this forward's work is done and makes its first pass during this
+     * backtrack's last walks, storing after their end (early_next, and the
+     * coefficient kernel's hold). Same-machine A/B, H100, session 29, wall
+     * ms a call: B=32 T=150 S=800 0.1037-0.1046 -> 0.1023-0.1029 in
+     * float32, 0.0712-0.0721 -> 0.0699-0.0704 in TF32; B=32 T=512 S=2048
+     * TF32 0.2287-0.2294 -> 0.2267-0.2271, B=16 T=1024 S=4096 TF32
+     * 0.4079-0.4094 -> 0.4041-0.4054. Not for 128-token slabs in float32
+     * (their CUDA-core cells), which it made slower (T=512 0.3561-0.3602 ->
+     * 0.3612-0.3673). Chosen before the forward's form is (it follows the
+     * coefficients): float32 coefficients, and TF32 or 64-token slabs no
+     * more than the multiprocessors (launch_fused's first form); either
+     * choice is safe after either kind of call. */
+    const bool early = acc == MAS_FLOAT32 && (tc || B * fa.slabs <= dev.sms);
     /* the coefficients; the rings, flags and ticket start at 0 when an item
      * spans blocks, zeroed by the same kernel */
     const size_t clear = H.max_slabs > 1 ? H.group_flag - H.ring : 0;
-    st = gauss_coef_and_clear(&args->params, &coef, s, error_word, hw + H.ring, clear);
+    st = gauss_coef_and_clear(&args->params, &coef, s, error_word, hw + H.ring, clear, early);
     if (st != MAS_OK) return st;
     int64_t split = 0; /* blocks of a kernel with a sweep warp, one launch */
     bool wide = false; /* ... with 128-token slabs */
@@ -278,5 +292,5 @@ extern "C" mas_status mas_align_gaussian_cuda(const mas_gauss_align_args *args,
     if (backtrack_streams(split, clear > 0, fa.early_dependents, B, dev.sms, wide))
         slab_done = (const int *)(hw + H.flags) + 1;
     return hard_finish(H, hw, B, T, S, args->x_len, args->y_len, acc == MAS_FLOAT64, out, dev, s,
-                       error_word, nullptr, slab_done, fused_tokens(wide ? 4 : 2) / 32);
+                       error_word, nullptr, slab_done, fused_tokens(wide ? 4 : 2) / 32, early);
 }

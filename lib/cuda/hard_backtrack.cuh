@@ -63,6 +63,10 @@ struct BacktrackArgs {
     int slab_groups;
     int ring_rows;
     int64_t max_slabs;
+    /* streamed: the next kernel in the stream (the next fused call's
+     * coefficient kernel) may be placed once every item's last slab is done
+     * (hard_finish.h) */
+    int early_next;
 };
 
 constexpr int kWalkFrames = 31; /* a window: its end is one of 32 tokens */

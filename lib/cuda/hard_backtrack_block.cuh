@@ -179,6 +179,9 @@ __global__ void __launch_bounds__(32 * kBlockWarps) hard_backtrack_block(Backtra
                 while (load_acquire(done) == 0) backoff_sleep();
             }
             __syncthreads();
+            /* the item's last slab is done: once every item's is, the
+             * forward has ended its work and the next kernel may be placed */
+            if (g1 == live && a.early_next) dependent_trigger();
         }
         /* 16 bytes a copy where rows are 16-byte aligned; in flight during
          * the item's checks at the last stage */

@@ -27,13 +27,19 @@ namespace mas_cuda {
  * slab_groups groups has written its words, flags and final score; with
  * them the block form, a block or a cluster an item, is placed while the
  * forward runs and reads each slab as it ends (the forward must have every
- * block in place before it lets the backtrack's be placed). Returns MAS_OK
- * or MAS_ERR_CUDA. */
+ * block in place before it lets the backtrack's be placed). early_next
+ * (with slab_done): the next kernel in the stream may be placed once every
+ * item's last slab is done, while the last walks, the chain and the
+ * outputs still run; before its dependent_wait that kernel must write
+ * nothing and read nothing this call writes (the next fused call's
+ * coefficient kernel reads the caller's model: likelihood.cu, mas.h).
+ * Returns MAS_OK or MAS_ERR_CUDA. */
 mas_status hard_finish(const HardLayout &L, unsigned char *ws, int64_t B, int64_t T, int64_t S,
                        const int64_t *x_len, const int64_t *y_len, bool score_f64,
                        const mas_hard_outputs *out, const DeviceInfo &dev, cudaStream_t s,
                        uint64_t *error_word, const int *item_status = nullptr,
-                       const int *slab_done = nullptr, int slab_groups = 0);
+                       const int *slab_done = nullptr, int slab_groups = 0,
+                       bool early_next = false);
 
 } // namespace mas_cuda
 

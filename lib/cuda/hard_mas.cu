@@ -351,8 +351,9 @@ mas_status hard_finish(const HardLayout &L, unsigned char *ws, int64_t B, int64_
                        const int64_t *x_len, const int64_t *y_len, bool score_f64,
                        const mas_hard_outputs *out, const DeviceInfo &dev, cudaStream_t s,
                        uint64_t *error_word, const int *item_status, const int *slab_done,
-                       int slab_groups) {
+                       int slab_groups, bool early_next) {
     BacktrackArgs ba;
+    ba.early_next = early_next;
     ba.item_status = item_status;
     ba.slab_done = slab_done;
     ba.slab_groups = slab_groups;

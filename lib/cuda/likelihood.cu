@@ -46,6 +46,10 @@ namespace {
 constexpr int kCoefWarps = 8;
 constexpr int kCoefPark = 2048; /* K terms a block parks at once: 64 dimensions of 32 Gaussians */
 constexpr int kCoefAhead = 2;   /* dimensions a thread has in flight */
+/* HOLD: 48 registers; with the held coefficients' shared memory (34 KB)
+ * five blocks a multiprocessor, B=32 T=512's 512 blocks in one wave (56,
+ * the compiler's own choice, held four) */
+constexpr int kCoefBlocksPerSm = 5;
 
 /* element off of a means or spread tensor: FAST, the float32 as it is;
  * else as float64 */
@@ -61,25 +65,43 @@ coef_in(const mas_tensor3 &t, int64_t off) {
  * 16); thread t holds Gaussian t % G and dimensions t / G, t / G + STEP,
  * ... of each pass. clear[0 .. n_clear) is zeroed too (the fused sweep's
  * rings, flags and ticket, which it reads after its dependent_wait: a
- * memset and its gap less a call). A dependent launch: it waits for the
- * kernel before it in the stream (a user's, or the last call's backtrack)
- * at its top, and its launch and block placement overlap that kernel's end
- * (B=32 T=150 S=800, H200, session 22: 0.0817-0.0819 ms a fused TF32 call
- * against 0.0826-0.0829 plainly launched). */
-template <typename TC, bool FAST, int G>
-__global__ void __launch_bounds__(kCoefWarps * 32)
-    gauss_coef_kernel(mas_gauss_params prm, TC *coef, int64_t c0, int64_t c1, int64_t c2,
-                      uint64_t *error_word, uint4 *clear, int64_t n_clear) {
+ * memset and its gap less a call). A dependent launch: its launch and
+ * block placement overlap the end of the kernel before it in the stream (a
+ * user's, or the last call's backtrack; B=32 T=150 S=800, H200, session 22:
+ * 0.0817-0.0819 ms a fused TF32 call against 0.0826-0.0829 plainly
+ * launched). HOLD (float32 coefficients, fused calls of the forms whose
+ * backtrack lets the next kernel be placed early: fused.cu): it waits for
+ * that kernel before its first store, not at its top, so that after such a
+ * backtrack its first pass's loads and exps run during that call's last
+ * walks; its reads before the wait are the means and spreads, which a
+ * call's kernels never write (mas.h states the caller's part: the model
+ * is not the last call's output). A pass's coefficients are held in shared
+ * memory until then (registers would take two waves at B=32 T=512). Not
+ * HOLD, it waits at its top: a HOLD kernel took 13.5 us at B=32 T=512
+ * against 11.8 where nothing ran before it to overlap (H100, session 29). */
+template <typename TC, bool FAST, int G, bool HOLD>
+__device__ __forceinline__ void gauss_coef_body(const mas_gauss_params &prm, TC *coef, int64_t c0,
+                                                int64_t c1, int64_t c2, uint64_t *error_word,
+                                                uint4 *clear, int64_t n_clear) {
     static_assert(G == 16 || G == 32, "a tile's Gaussians divide a warp");
     constexpr int DIMS = kCoefPark / G;      /* dimensions a pass */
     constexpr int STEP = kCoefWarps * 32 / G; /* dimensions the block takes at once */
+    static_assert(!HOLD || std::is_same<TC, float>::value,
+                  "float64 coefficients held would take static shared memory past 48 KB");
     __shared__ double park[DIMS][G];
+    __shared__ TC held[HOLD ? 2 : 1][HOLD ? DIMS : 1][G];
     __shared__ int good[G];
     dependent_trigger(); /* the sweep's blocks may be placed once all of ours run */
-    dependent_wait();    /* the means and spreads, and clear[], may be the last kernel's */
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n_clear;
-         i += (int64_t)gridDim.x * blockDim.x)
-        clear[i] = make_uint4(0u, 0u, 0u, 0u);
+    const auto zero_clear = [&]() {
+        for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n_clear;
+             i += (int64_t)gridDim.x * blockDim.x)
+            clear[i] = make_uint4(0u, 0u, 0u, 0u);
+    };
+    bool waited = !HOLD;
+    if constexpr (!HOLD) {
+        dependent_wait(); /* the means and spreads, and clear[], may be the last kernel's */
+        zero_clear();
+    }
     const int64_t B = prm.means.dim[0], M = prm.means.dim[1], J = prm.means.dim[2];
     const int g = threadIdx.x % G, first = threadIdx.x / G; /* the thread's first dimension */
     const bool summer = threadIdx.x < G; /* warp 0's first G lanes: K, in dimension order */
@@ -132,14 +154,29 @@ __global__ void __launch_bounds__(kCoefWarps * 32)
                                             &kt);
                 park[q][g] = kt;
                 const TC a_r = (TC)a, b_r = (TC)bb;
-                out[(1 + j) * c1] = a_r;
-                out[(1 + J + j) * c1] = b_r;
+                if constexpr (HOLD) {
+                    held[0][q][g] = a_r;
+                    held[1][q][g] = b_r;
+                } else {
+                    out[(1 + j) * c1] = a_r;
+                    out[(1 + J + j) * c1] = b_r;
+                }
                 bool stored;
                 if constexpr (std::is_same<TC, float>::value)
                     stored = mas_gauss_coef_stored_ok_f32(a_r, b_r);
                 else
                     stored = mas_gauss_coef_stored_ok((double)a_r, (double)b_r);
                 if (!ok || !stored) good[g] = 0;
+            }
+            if constexpr (HOLD) {
+                if (!waited) { /* block-uniform */
+                    dependent_wait();
+                    waited = true;
+                }
+                for (int q = first; q < nj && live; q += STEP) { /* the thread's own */
+                    out[(1 + j0 + q) * c1] = held[0][q][g];
+                    out[(1 + J + j0 + q) * c1] = held[1][q][g];
+                }
             }
             __syncthreads();
             if (summer && live)
@@ -158,9 +195,29 @@ __global__ void __launch_bounds__(kCoefWarps * 32)
                 report_error(error_word, b * M + k, MAS_ERR_BAD_MODEL);
         }
     }
+    if constexpr (HOLD) {
+        if (!waited) dependent_wait(); /* a block without a pass */
+        zero_clear();
+    }
 }
 
-template <typename TC>
+/* Two kernels, so that the one that waits at its top keeps the compiler's
+ * own register count (48 and 56; asked for five blocks a multiprocessor it
+ * schedules the code otherwise) */
+template <typename TC, bool FAST, int G>
+__global__ void __launch_bounds__(kCoefWarps * 32)
+    gauss_coef_kernel(mas_gauss_params prm, TC *coef, int64_t c0, int64_t c1, int64_t c2,
+                      uint64_t *error_word, uint4 *clear, int64_t n_clear) {
+    gauss_coef_body<TC, FAST, G, false>(prm, coef, c0, c1, c2, error_word, clear, n_clear);
+}
+template <bool FAST, int G>
+__global__ void __launch_bounds__(kCoefWarps * 32, kCoefBlocksPerSm)
+    gauss_coef_hold_kernel(mas_gauss_params prm, float *coef, int64_t c0, int64_t c1, int64_t c2,
+                           uint64_t *error_word, uint4 *clear, int64_t n_clear) {
+    gauss_coef_body<float, FAST, G, true>(prm, coef, c0, c1, c2, error_word, clear, n_clear);
+}
+
+template <typename TC, bool HOLD>
 void launch_coef(const mas_gauss_params &prm, const mas_tensor3 &coef, const DeviceInfo &dev,
                  cudaStream_t s, uint64_t *error_word, void *clear, size_t clear_bytes) {
     const bool fast = prm.means.dtype == MAS_FLOAT32 && prm.spread.dtype == MAS_FLOAT32 &&
@@ -169,8 +226,13 @@ void launch_coef(const mas_gauss_params &prm, const mas_tensor3 &coef, const Dev
     const int G = coef_tile(items, M, dev.sms);
     const int64_t tiles = items * ((M + G - 1) / G), most = (int64_t)dev.sms * 16;
     const unsigned blocks = (unsigned)(tiles < most ? tiles : most);
-    auto kernel = fast ? (G == 16 ? gauss_coef_kernel<TC, true, 16> : gauss_coef_kernel<TC, true, 32>)
-                       : (G == 16 ? gauss_coef_kernel<TC, false, 16> : gauss_coef_kernel<TC, false, 32>);
+    void (*kernel)(mas_gauss_params, TC *, int64_t, int64_t, int64_t, uint64_t *, uint4 *, int64_t);
+    if constexpr (HOLD)
+        kernel = fast ? (G == 16 ? gauss_coef_hold_kernel<true, 16> : gauss_coef_hold_kernel<true, 32>)
+                      : (G == 16 ? gauss_coef_hold_kernel<false, 16> : gauss_coef_hold_kernel<false, 32>);
+    else
+        kernel = fast ? (G == 16 ? gauss_coef_kernel<TC, true, 16> : gauss_coef_kernel<TC, true, 32>)
+                      : (G == 16 ? gauss_coef_kernel<TC, false, 16> : gauss_coef_kernel<TC, false, 32>);
     launch_dependent(dev.cc_major, kernel, dim3(blocks), dim3(kCoefWarps * 32), 0, s, prm,
                      (TC *)coef.data, coef.stride[0], coef.stride[1], coef.stride[2], error_word,
                      (uint4 *)clear, (int64_t)(clear_bytes / sizeof(uint4)));
@@ -376,22 +438,24 @@ int mas_cuda::coef_tile(int64_t items, int64_t M, int sms) {
 
 mas_status mas_cuda::gauss_coef_and_clear(const mas_gauss_params *params, const mas_tensor3 *coef,
                                            cudaStream_t s, uint64_t *error_word, void *clear,
-                                           size_t clear_bytes) {
+                                           size_t clear_bytes, bool hold) {
     mas_status st = mas_gauss_coef_check_call(params, coef);
     if (st != MAS_OK) return st;
     DeviceInfo dev;
     if ((st = current_device(&dev)) != MAS_OK) return st;
-    if (coef->dtype == MAS_FLOAT32)
-        launch_coef<float>(*params, *coef, dev, s, error_word, clear, clear_bytes);
+    if (coef->dtype != MAS_FLOAT32)
+        launch_coef<double, false>(*params, *coef, dev, s, error_word, clear, clear_bytes);
+    else if (hold)
+        launch_coef<float, true>(*params, *coef, dev, s, error_word, clear, clear_bytes);
     else
-        launch_coef<double>(*params, *coef, dev, s, error_word, clear, clear_bytes);
+        launch_coef<float, false>(*params, *coef, dev, s, error_word, clear, clear_bytes);
     return cudaGetLastError() == cudaSuccess ? MAS_OK : MAS_ERR_CUDA;
 }
 
 extern "C" mas_status mas_gauss_coef_cuda(const mas_gauss_params *params,
                                           const mas_tensor3 *coef, void *stream,
                                           uint64_t *error_word) {
-    return gauss_coef_and_clear(params, coef, (cudaStream_t)stream, error_word, nullptr, 0);
+    return gauss_coef_and_clear(params, coef, (cudaStream_t)stream, error_word, nullptr, 0, false);
 }
 
 extern "C" size_t mas_loglik_cuda_workspace_size(const mas_loglik_args *args) {

@@ -239,6 +239,100 @@ static void run_case(const Case &c) {
     }
 }
 
+/* Calls in a row, as a training loop makes them: K calls with their own
+ * inputs and outputs but one workspace, launched back to back on one
+ * stream, each held bit for bit to the same call made alone (synchronised
+ * before and after). A call's first kernel may be placed, and read its
+ * model, while the last call's backtrack still runs (fused.cu's
+ * early_next): nothing of it may reach the workspace or the outputs
+ * before that backtrack has ended. */
+static void calls_in_a_row(int64_t B, int64_t T, int64_t S, int64_t J, int32_t precision) {
+    snprintf(g_case, sizeof g_case, "calls in a row B=%lld T=%lld S=%lld J=%lld precision=%d",
+             (long long)B, (long long)T, (long long)S, (long long)J, (int)precision);
+    progress();
+    constexpr int K = 4;
+    struct Call {
+        DevBuf z, m, l, x, y, dur, idx, score, word;
+        mas_gauss_align_args a;
+        std::vector<unsigned char> ref;
+        Call(int64_t B, int64_t T, int64_t S, int64_t J)
+            : z((size_t)(B * J * S) * 4), m((size_t)(B * J * T) * 4), l((size_t)(B * J * T) * 4),
+              x((size_t)B * 8), y((size_t)B * 8), dur((size_t)(B * T) * 4),
+              idx((size_t)(B * S) * 4), score((size_t)B * 4), word(8) {}
+    };
+    std::vector<Call *> calls;
+    size_t ws = 0;
+    for (int k = 0; k < K; k++) {
+        Call *c = new Call(B, T, S, J);
+        std::vector<float> z((size_t)(B * J * S)), m((size_t)(B * J * T)), l((size_t)(B * J * T));
+        for (auto &v : z) v = (float)nrand();
+        for (auto &v : m) v = (float)nrand();
+        for (auto &v : l) v = 0.3f * (float)nrand();
+        std::vector<int64_t> xl, yl;
+        random_lengths(B, T, S, xl, yl);
+        upload(c->z, z.data(), z.size() * 4);
+        upload(c->m, m.data(), m.size() * 4);
+        upload(c->l, l.data(), l.size() * 4);
+        upload(c->x, xl.data(), (size_t)B * 8);
+        upload(c->y, yl.data(), (size_t)B * 8);
+        memset(&c->a, 0, sizeof c->a);
+        c->a.x = t3(c->z.p, MAS_FLOAT32, B, S, J, J * S, 1, S);
+        c->a.params.means = t3(c->m.p, MAS_FLOAT32, B, T, J, J * T, 1, T);
+        c->a.params.spread = t3(c->l.p, MAS_FLOAT32, B, T, J, J * T, 1, T);
+        c->a.params.spread_kind = MAS_SPREAD_LOG_STD;
+        c->a.x_len = (const int64_t *)c->x.p;
+        c->a.y_len = (const int64_t *)c->y.p;
+        c->a.precision = precision;
+        const size_t need = mas_align_gaussian_cuda_workspace_size(&c->a);
+        ws = need > ws ? need : ws;
+        calls.push_back(c);
+    }
+    DevBuf w(ws);
+    const size_t nout = (size_t)(B * T + B * S + B) * 4 + 8;
+    auto poison = [&](Call &c) {
+        CUDA_OK(cudaMemset(c.dur.p, 0x7f, (size_t)(B * T) * 4));
+        CUDA_OK(cudaMemset(c.idx.p, 0x7f, (size_t)(B * S) * 4));
+        CUDA_OK(cudaMemset(c.score.p, 0x33, (size_t)B * 4));
+        CUDA_OK(cudaMemset(c.word.p, 0xff, 8));
+    };
+    auto run = [&](Call &c) {
+        const mas_hard_outputs o = hard_outputs(nullptr, (int32_t *)c.dur.p, (int32_t *)c.idx.p,
+                                                c.score.p, B, T, S);
+        const mas_status st = mas_align_gaussian_cuda(&c.a, &o, w.p, ws, nullptr, (uint64_t *)c.word.p);
+        CHECK(st == MAS_OK, "status %d", (int)st);
+    };
+    auto read = [&](Call &c) {
+        std::vector<unsigned char> r(nout);
+        unsigned char *p = r.data();
+        CUDA_OK(cudaMemcpy(p, c.dur.p, (size_t)(B * T) * 4, cudaMemcpyDeviceToHost));
+        p += (size_t)(B * T) * 4;
+        CUDA_OK(cudaMemcpy(p, c.idx.p, (size_t)(B * S) * 4, cudaMemcpyDeviceToHost));
+        p += (size_t)(B * S) * 4;
+        CUDA_OK(cudaMemcpy(p, c.score.p, (size_t)B * 4, cudaMemcpyDeviceToHost));
+        p += (size_t)B * 4;
+        CUDA_OK(cudaMemcpy(p, c.word.p, 8, cudaMemcpyDeviceToHost));
+        return r;
+    };
+    for (Call *c : calls) { /* alone */
+        poison(*c);
+        CUDA_OK(cudaMemset(w.p, 0xEE, ws));
+        CUDA_OK(cudaDeviceSynchronize());
+        run(*c);
+        CUDA_OK(cudaDeviceSynchronize());
+        c->ref = read(*c);
+    }
+    for (int round = 0; round < 2; round++) { /* in a row, twice over */
+        for (Call *c : calls) poison(*c);
+        CUDA_OK(cudaDeviceSynchronize());
+        for (Call *c : calls) run(*c);
+        CUDA_OK(cudaDeviceSynchronize());
+        for (int k = 0; k < K; k++)
+            CHECK(read(*calls[k]) == calls[k]->ref, "round %d, call %d of %d in a row: outputs differ from alone",
+                  round, k, K);
+    }
+    for (Call *c : calls) delete c;
+}
+
 /* The host checks: the CPU op's statuses for the same calls. */
 static void host_checks() {
     snprintf(g_case, sizeof g_case, "host checks");
@@ -395,6 +489,14 @@ int main(int argc, char **argv) {
     backtrack_forms();
     if (!test_start(argc, argv, &small)) return g_failures ? 1 : 0;
     host_checks();
+    /* calls in a row: the 64-token form, and 128-token slabs in TF32 */
+    calls_in_a_row(4, 150, 400, 16, MAS_PRECISION_DEFAULT);
+    calls_in_a_row(4, 150, 400, 16, MAS_PRECISION_TF32);
+    if (!small) {
+        calls_in_a_row(32, 150, 800, 80, MAS_PRECISION_DEFAULT);
+        calls_in_a_row(32, 512, 2048, 80, MAS_PRECISION_TF32);
+        calls_in_a_row(32, 512, 2048, 80, MAS_PRECISION_DEFAULT);
+    }
     const mas_dtype zts[4] = {MAS_FLOAT32, MAS_FLOAT64, MAS_FLOAT16, MAS_BFLOAT16};
     const int n = small ? 24 : 120;
     for (int k = 0; k < n; k++) {
