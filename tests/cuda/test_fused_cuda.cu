@@ -12,7 +12,8 @@
  * (Glow-TTS z [B, D, S]) and frame-major views, one model for all items or
  * one per item, uneven lengths, repeated tokens and frames (ties), items of
  * one slab and of many (the ring between blocks, its laps), 2J rows that
- * need slices; NaN frames and bad models (errors), and the host checks.
+ * need slices; NaN frames and bad models (errors), calls back to back on
+ * one workspace, and the host checks.
  * Outputs are poisoned before each call. Random cases print the seed:
  * `test_fused_cuda SEED` replays them; `--small` keeps the cases small
  * (compute-sanitizer). */
@@ -243,9 +244,9 @@ static void run_case(const Case &c) {
  * inputs and outputs but one workspace, launched back to back on one
  * stream, each held bit for bit to the same call made alone (synchronised
  * before and after). A call's first kernel may be placed, and read its
- * model, while the last call's backtrack still runs (fused.cu's
- * early_next): nothing of it may reach the workspace or the outputs
- * before that backtrack has ended. */
+ * model, while the last call's backtrack still runs (fused.cu's `early`):
+ * nothing of it may reach the workspace or the outputs before that
+ * backtrack has ended. */
 static void calls_in_a_row(int64_t B, int64_t T, int64_t S, int64_t J, int32_t precision) {
     snprintf(g_case, sizeof g_case, "calls in a row B=%lld T=%lld S=%lld J=%lld precision=%d",
              (long long)B, (long long)T, (long long)S, (long long)J, (int)precision);
@@ -489,7 +490,8 @@ int main(int argc, char **argv) {
     backtrack_forms();
     if (!test_start(argc, argv, &small)) return g_failures ? 1 : 0;
     host_checks();
-    /* calls in a row: the 64-token form, and 128-token slabs in TF32 */
+    /* calls in a row: the 64-token form, 128-token slabs in TF32 (both
+     * overlap the next call's coefficients) and in float32 (not) */
     calls_in_a_row(4, 150, 400, 16, MAS_PRECISION_DEFAULT);
     calls_in_a_row(4, 150, 400, 16, MAS_PRECISION_TF32);
     if (!small) {
