@@ -46,9 +46,8 @@ static double median(std::vector<double> v) {
 }
 
 int main(int argc, char **argv) {
-    const int64_t B = argc > 3 ? atoll(argv[1]) : 32, T = argc > 3 ? atoll(argv[2]) : 512,
-                  S = argc > 3 ? atoll(argv[3]) : 2048, J = 80;
-    const GlowInputs in(B, T, S, J);
+    const GlowInputs in(argc, argv, 32, 512, 2048);
+    const int64_t B = in.B, T = in.T, S = in.S;
     DevBuf dword(8);
     const mas_hard_outputs o = in.outputs();
     const mas_gauss_align_args a = in.args(MAS_PRECISION_DEFAULT);

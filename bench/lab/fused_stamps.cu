@@ -33,9 +33,8 @@
 extern "C" int mas_lab_fused_stamps(unsigned long long *out);
 
 int main(int argc, char **argv) {
-    const int64_t B = argc > 3 ? atoll(argv[1]) : 32, T = argc > 3 ? atoll(argv[2]) : 150,
-                  S = argc > 3 ? atoll(argv[3]) : 800, J = 80;
-    const GlowInputs in(B, T, S, J);
+    const GlowInputs in(argc, argv, 32, 150, 800);
+    const int64_t B = in.B, T = in.T, S = in.S;
     DevBuf dword(8);
     int clock_khz = 0;
     CUDA_OK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));

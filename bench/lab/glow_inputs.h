@@ -7,6 +7,7 @@
 #ifndef MAS_BENCH_LAB_GLOW_INPUTS_H
 #define MAS_BENCH_LAB_GLOW_INPUTS_H
 
+#include <stdlib.h>
 #include <string.h>
 
 #include <vector>
@@ -30,19 +31,18 @@ struct GlowInputs {
         upload(dx, xl.data(), (size_t)B * 8);
         upload(dy, yl.data(), (size_t)B * 8);
     }
+    /* a driver's `[B T S]` arguments when all three are given, else the
+     * defaults; D = 80 */
+    GlowInputs(int argc, char **argv, int64_t b, int64_t t, int64_t s)
+        : GlowInputs(argc > 3 ? atoll(argv[1]) : b, argc > 3 ? atoll(argv[2]) : t,
+                     argc > 3 ? atoll(argv[3]) : s, 80) {}
     /* durations, indices and score (no dense path) */
     mas_hard_outputs outputs() const {
         return hard_outputs(nullptr, (int32_t *)ddur.p, (int32_t *)didx.p, dscore.p, B, T, S);
     }
     mas_gauss_align_args args(int32_t precision) const {
-        mas_gauss_align_args a;
-        memset(&a, 0, sizeof a);
-        a.x = t3(dz.p, MAS_FLOAT32, B, S, J, J * S, 1, S);
-        a.params.means = t3(dm.p, MAS_FLOAT32, B, T, J, J * T, 1, T);
-        a.params.spread = t3(dl.p, MAS_FLOAT32, B, T, J, J * T, 1, T);
-        a.params.spread_kind = MAS_SPREAD_LOG_STD;
-        a.x_len = (const int64_t *)dx.p;
-        a.y_len = (const int64_t *)dy.p;
+        mas_gauss_align_args a = glow_args(dz.p, dm.p, dl.p, (const int64_t *)dx.p,
+                                           (const int64_t *)dy.p, B, T, S, J);
         a.precision = precision;
         return a;
     }

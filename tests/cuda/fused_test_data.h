@@ -33,19 +33,29 @@ static mas_tensor3 t3(void *data, mas_dtype dtype, int64_t d0, int64_t d1, int64
     return t;
 }
 
-/* The arguments of a float32 Glow-TTS call of this shape for the workspace
- * size functions only: the pointers are placeholders they never read (so
- * the bounds hold on a machine without a GPU). */
-static mas_gauss_align_args shape_args(int64_t B, int64_t T, int64_t S, int64_t J) {
-    static unsigned char placeholder[64];
+/* The arguments of a float32 Glow-TTS call: z [B, J, S], mean and log_std
+ * [B, J, T] contiguous, lengths [B], the default precision. */
+static mas_gauss_align_args glow_args(const void *z, const void *mean, const void *log_std,
+                                      const int64_t *x_len, const int64_t *y_len, int64_t B,
+                                      int64_t T, int64_t S, int64_t J) {
     mas_gauss_align_args a;
     memset(&a, 0, sizeof a);
-    a.x = t3(placeholder, MAS_FLOAT32, B, S, J, S * J, 1, S);
-    a.params.means = t3(placeholder, MAS_FLOAT32, B, T, J, J * T, 1, T);
-    a.params.spread = t3(placeholder, MAS_FLOAT32, B, T, J, J * T, 1, T);
+    a.x = t3((void *)z, MAS_FLOAT32, B, S, J, S * J, 1, S);
+    a.params.means = t3((void *)mean, MAS_FLOAT32, B, T, J, J * T, 1, T);
+    a.params.spread = t3((void *)log_std, MAS_FLOAT32, B, T, J, J * T, 1, T);
     a.params.spread_kind = MAS_SPREAD_LOG_STD;
-    a.x_len = a.y_len = (const int64_t *)placeholder;
+    a.x_len = x_len;
+    a.y_len = y_len;
     return a;
+}
+
+/* The same for the workspace size functions only: the pointers are
+ * placeholders they never read (so the bounds hold on a machine without a
+ * GPU). */
+static mas_gauss_align_args shape_args(int64_t B, int64_t T, int64_t S, int64_t J) {
+    static unsigned char placeholder[64];
+    const int64_t *len = (const int64_t *)placeholder;
+    return glow_args(placeholder, placeholder, placeholder, len, len, B, T, S, J);
 }
 
 /* The bench's shapes (issue 11), a long item and small ones: B, T, S */

@@ -27,6 +27,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <memory>
 #include <vector>
 
 #include "cuda_check.h"
@@ -261,10 +262,11 @@ static void calls_in_a_row(int64_t B, int64_t T, int64_t S, int64_t J, int32_t p
               x((size_t)B * 8), y((size_t)B * 8), dur((size_t)(B * T) * 4),
               idx((size_t)(B * S) * 4), score((size_t)B * 4), word(8) {}
     };
-    std::vector<Call *> calls;
+    std::vector<std::unique_ptr<Call>> calls;
     size_t ws = 0;
     for (int k = 0; k < K; k++) {
-        Call *c = new Call(B, T, S, J);
+        calls.emplace_back(new Call(B, T, S, J));
+        Call *c = calls.back().get();
         std::vector<float> z((size_t)(B * J * S)), m((size_t)(B * J * T)), l((size_t)(B * J * T));
         for (auto &v : z) v = (float)nrand();
         for (auto &v : m) v = (float)nrand();
@@ -276,17 +278,11 @@ static void calls_in_a_row(int64_t B, int64_t T, int64_t S, int64_t J, int32_t p
         upload(c->l, l.data(), l.size() * 4);
         upload(c->x, xl.data(), (size_t)B * 8);
         upload(c->y, yl.data(), (size_t)B * 8);
-        memset(&c->a, 0, sizeof c->a);
-        c->a.x = t3(c->z.p, MAS_FLOAT32, B, S, J, J * S, 1, S);
-        c->a.params.means = t3(c->m.p, MAS_FLOAT32, B, T, J, J * T, 1, T);
-        c->a.params.spread = t3(c->l.p, MAS_FLOAT32, B, T, J, J * T, 1, T);
-        c->a.params.spread_kind = MAS_SPREAD_LOG_STD;
-        c->a.x_len = (const int64_t *)c->x.p;
-        c->a.y_len = (const int64_t *)c->y.p;
+        c->a = glow_args(c->z.p, c->m.p, c->l.p, (const int64_t *)c->x.p, (const int64_t *)c->y.p,
+                         B, T, S, J);
         c->a.precision = precision;
         const size_t need = mas_align_gaussian_cuda_workspace_size(&c->a);
         ws = need > ws ? need : ws;
-        calls.push_back(c);
     }
     DevBuf w(ws);
     const size_t nout = (size_t)(B * T + B * S + B) * 4 + 8;
@@ -314,7 +310,7 @@ static void calls_in_a_row(int64_t B, int64_t T, int64_t S, int64_t J, int32_t p
         CUDA_OK(cudaMemcpy(p, c.word.p, 8, cudaMemcpyDeviceToHost));
         return r;
     };
-    for (Call *c : calls) { /* alone */
+    for (auto &c : calls) { /* alone */
         poison(*c);
         CUDA_OK(cudaMemset(w.p, 0xEE, ws));
         CUDA_OK(cudaDeviceSynchronize());
@@ -323,15 +319,14 @@ static void calls_in_a_row(int64_t B, int64_t T, int64_t S, int64_t J, int32_t p
         c->ref = read(*c);
     }
     for (int round = 0; round < 2; round++) { /* in a row, twice over */
-        for (Call *c : calls) poison(*c);
+        for (auto &c : calls) poison(*c);
         CUDA_OK(cudaDeviceSynchronize());
-        for (Call *c : calls) run(*c);
+        for (auto &c : calls) run(*c);
         CUDA_OK(cudaDeviceSynchronize());
         for (int k = 0; k < K; k++)
             CHECK(read(*calls[k]) == calls[k]->ref, "round %d, call %d of %d in a row: outputs differ from alone",
                   round, k, K);
     }
-    for (Call *c : calls) delete c;
 }
 
 /* The host checks: the CPU op's statuses for the same calls. */
