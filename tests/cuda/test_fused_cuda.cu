@@ -241,10 +241,10 @@ static void run_case(const Case &c) {
     }
 }
 
-/* Calls in a row, as a training loop makes them: K calls with their own
- * inputs and outputs but one workspace, launched back to back on one
- * stream, each held bit for bit to the same call made alone (synchronised
- * before and after). A call's first kernel may be placed, and read its
+/* Calls in a row, as a benchmark or a pass over batches makes them: K
+ * calls with their own inputs and outputs but one workspace, launched back
+ * to back on one stream, each held bit for bit to the same call made alone
+ * (synchronised before and after). A call's first kernel may be placed, and read its
  * model, while the last call's backtrack still runs (fused.cu's `early`):
  * nothing of it may reach the workspace or the outputs before that
  * backtrack has ended. */
