@@ -37,13 +37,10 @@
  * Streamed (a.slab_done: the fused forward, backtrack_streams): an item's
  * block or cluster, placed while the forward sweeps (on multiprocessors it
  * leaves idle, or that its first slabs leave), copies, folds and walks the
- * groups of each of the forward's slabs once that slab's flag is set, and
- * those of the last slab a tile's windows at a time as it sweeps them (its
- * released progress), composing `below` as it goes; after the forward only
- * the last windows' walks, the chain and the outputs are left (B=32 T=150
- * S=800, H200: a call 3 us shorter, of 79; B=32 T=512 S=2048, H100: ~20
- * us, of 380, and ~4 us more with the last slab's windows as it sweeps,
- * results/fused-gpu-h100.md, session 30). Where an item's rows of words would not
+ * groups of each of the forward's slabs once that slab's flag is set; after
+ * the forward only the last slab's walks, the chain and the outputs are
+ * left (B=32 T=150 S=800, H200: a call 3 us shorter, of 79; B=32 T=512
+ * S=2048, H100: ~20 us, of 380). Where an item's rows of words would not
  * fit the smallest cluster, only a stage's are kept (a.ring_rows: the
  * walks need no others), so that fewer multiprocessors hold it (B=16
  * T=1024 S=4096: clusters of 4 instead of 8, 0.711 -> 0.676-0.689 ms a
@@ -58,7 +55,6 @@
 namespace mas_cuda {
 
 constexpr int kBlockWarps = 32;
-constexpr int kNoBound = 0x7fffffff; /* streamed polls: no frame bound yet */
 
 /* Its shared memory: backtrack_block_smem (hard_common.cuh). */
 
@@ -120,29 +116,6 @@ __device__ __forceinline__ void block_walk_pair(const uint32_t *lo0, const uint3
     }
 }
 
-/* Streamed: waits until the slab's flag is set (*flag = 1; returns
- * kNoBound) or, with progress (the last stage of an item of several
- * slabs), until the frames below the bound it returns are final and
- * either two windows past fa or all of [f0, f1) (*flag = 0): a batch of at
- * least a tile's frames (the slab releases once a tile). */
-__device__ __forceinline__ int poll_slab(const int *done, const int *progress, int fa, int f1,
-                                         int *flag) {
-    for (;;) {
-        if (load_acquire(done) != 0) {
-            *flag = 1;
-            return kNoBound;
-        }
-        if (progress) {
-            const int p = max(0, load_acquire(progress) - 31) & ~31; /* whole windows */
-            if (p >= f1 || p >= fa + 64) {
-                *flag = 0;
-                return p;
-            }
-        }
-        backoff_sleep();
-    }
-}
-
 /* Indices in int: hard_finish takes this form only for items whose words
  * fit in shared memory. Grid: a.cluster blocks an item, in clusters of
  * a.cluster where it is over 1. */
@@ -150,7 +123,6 @@ __global__ void __launch_bounds__(32 * kBlockWarps) hard_backtrack_block(Backtra
     extern __shared__ __align__(16) uint32_t bt_smem[];
     __shared__ int item_status;
     __shared__ double item_score;
-    __shared__ int poll_bound, poll_flag; /* streamed: thread 0's poll, for the block */
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, threads = blockDim.x;
     /* a dependent launch (hard_finish): the forward's words. Streamed (one
      * block an item), a slab's words are read once its flag is set and the
@@ -190,18 +162,8 @@ __global__ void __launch_bounds__(32 * kBlockWarps) hard_backtrack_block(Backtra
             }
         }
     };
-    /* rank > 0: the token below these windows of each start at their top,
-     * composed window by window as the last stage walks them (below[t] =
-     * f_0(f_1(..f_{i-1}(t))) over the windows i walked so far, f_i(t) = t -
-     * popc(moves of window i from t)), so that it is ready when the last
-     * window is */
-    if (rank > 0)
-        for (int t = tid; t < 32 * live; t += threads) below[t] = t;
-    bool seen = !streamed;      /* the last slab's flag */
-    bool status_read = false;
     for (int g0 = 0; g0 < live; g0 += stage) {
         const int g1 = min(live, g0 + stage);
-        const bool last_stage = g1 == live;
         /* row g of the stage's [g0 - 1, g1): slot g + 1 of the ring, with
          * one modulo a stage rather than one a row */
         const int s0 = (g0 + 1) % kept;
@@ -211,127 +173,67 @@ __global__ void __launch_bounds__(32 * kBlockWarps) hard_backtrack_block(Backtra
             at -= at >= kept ? kept : 0;
             return bt_smem + at * row;
         };
-        /* Streamed, the stage is its slab's: read once the slab's flag is
-         * set, or, at the last stage, window by window as the slab sweeps
-         * (below): the last slab's walks were most of the ~6 us between
-         * the forward's end and the chain (B=32 T=512 S=2048, H100). */
-        const int *done = streamed ? a.slab_done + ((size_t)b * a.max_slabs + g0 / stage) * kFlagStride
-                                   : nullptr;
-        /* A later slab releases to the slab before it, once a tile, the
-         * frames it has read from their ring (fused_forward.cuh: int 0 of
-         * the line before its own, which a.slab_done's int 1 follows); it
-         * releases frame 32c + 31 while it sweeps chunk c, after it has
-         * stored the words of the chunks before c (from its sweep warp,
-         * whose lane 0 releases after a __syncwarp): every frame below 32c
-         * is final then. Only with the 16-byte copies, which bypass L1: a
-         * 4-byte copy could find a line of the window above in L1 from the
-         * batch before. */
-        const int *progress =
-            last_stage && g0 > 0 && (S & 3) == 0 ? done - kFlagStride - 1 : nullptr;
-        seen = !streamed;
-        int fa = f0;           /* frames [f0, fa) of the stage's rows are walked */
-        for (;;) {
-            int bound = kNoBound; /* frames below it are final */
-            if (streamed) {
-                if (tid == 0) poll_bound = poll_slab(done, progress, fa, f1, &poll_flag);
-                __syncthreads();
-                bound = poll_bound;
-                if (poll_flag && !seen) {
-                    seen = true;
-                    /* the item's last slab is done: once every item's is,
-                     * the forward has ended its work and the next kernel
-                     * may be placed */
-                    if (last_stage && a.early_next) dependent_trigger();
-                }
-            }
-            const bool all = seen || bound >= f1;
-            const int fc = all ? f1 : bound;                /* copied: [fa, fc) */
-            const int fe = all ? 32 * (w0 + nw) : bound;    /* folded and walked: [fa, fe) */
-            /* 16 bytes a copy where rows are 16-byte aligned; in flight during
-             * the item's checks at the last stage */
-            if ((S & 3) == 0) {
-                for (int r = g0; r < g1; ++r) {
-                    uint32_t *const dst = words(r);
-                    for (int f = fa + 4 * tid; f < fc; f += 4 * threads)
-                        copy16_async(dst + (f - f0), src + (int64_t)r * S + f);
-                }
-            } else {
-                for (int r = g0; r < g1; ++r) {
-                    uint32_t *const dst = words(r);
-                    for (int f = fa + tid; f < fc; f += threads)
-                        copy_elem_async(dst + (f - f0), src + (int64_t)r * S + f, true);
-                }
-            }
-            async_commit();
-            if (last_stage && seen && !status_read) { /* after the flag: the final score */
-                read_status();
-                status_read = true;
-            }
-            async_wait<0>();
-            __syncthreads();
-
-            /* the rules folded in, bit-reversed: row -1 zeros; frames at or past
-             * y_len zeros (the walk from x_len - 1 at the top window's first
-             * frame stays there until y_len - 1); the token equal to the frame
-             * moves; token 0 never */
-            for (int r = g0 == 0 ? -1 : g0; r < g1; ++r) {
-                uint32_t *const wr = words(r);
-                for (int f = fa + tid; f < fe; f += threads) {
-                    uint32_t w = r >= 0 && f < Y ? wr[f - f0] : 0u;
-                    const int d = f - 32 * r;
-                    if (r >= 0 && d >= 0 && d < 32) w |= 1u << d;
-                    if (r == 0) w &= ~1u;
-                    wr[f - f0] = __brev(w);
-                }
+        if (streamed) {
+            if (tid == 0) {
+                const int *done = a.slab_done + ((size_t)b * a.max_slabs + g0 / stage) * kFlagStride;
+                while (load_acquire(done) == 0) backoff_sleep();
             }
             __syncthreads();
+            /* the item's last slab is done: once every item's is, the
+             * forward has ended its work and the next kernel may be placed */
+            if (g1 == live && a.early_next) dependent_trigger();
+        }
+        /* 16 bytes a copy where rows are 16-byte aligned; in flight during
+         * the item's checks at the last stage */
+        if ((S & 3) == 0) {
+            for (int r = g0; r < g1; ++r) {
+                uint32_t *const dst = words(r);
+                for (int f = f0 + 4 * tid; f < f1; f += 4 * threads)
+                    copy16_async(dst + (f - f0), src + (int64_t)r * S + f);
+            }
+        } else {
+            for (int r = g0; r < g1; ++r) {
+                uint32_t *const dst = words(r);
+                for (int f = f0 + tid; f < f1; f += threads)
+                    copy_elem_async(dst + (f - f0), src + (int64_t)r * S + f, true);
+            }
+        }
+        async_commit();
+        if (g1 == live) read_status();
+        async_wait<0>();
+        __syncthreads();
 
-            /* windows [ia, ib) from every start of group g, for g in [g0,
-             * g1): rows g - 1 and g, folded at this stage or the one before */
-            const int ia = (fa >> 5) - w0, ib = (fe >> 5) - w0;
-            const int ng = g1 - g0, tasks = (ib - ia) * ng;
-            for (int t0 = 2 * warp; t0 < tasks; t0 += 2 * kBlockWarps) {
-                const int t1 = t0 + 1 < tasks ? t0 + 1 : t0;
-                const int i0 = ia + t0 / ng, i1 = ia + t1 / ng;
-                const int gA = g0 + t0 % ng, gB = g0 + t1 % ng;
-                uint32_t mv0, mv1;
-                block_walk_pair(words(gA - 1) + 32 * i0, words(gA) + 32 * i0, words(gB - 1) + 32 * i1,
-                                words(gB) + 32 * i1, lane, mv0, mv1);
-                moves[i0 * tp + 32 * gA + lane] = mv0;
-                moves[i1 * tp + 32 * gB + lane] = mv1; /* the same words when t1 == t0 */
+        /* the rules folded in, bit-reversed: row -1 zeros; frames at or past
+         * y_len zeros (the walk from x_len - 1 at the top window's first
+         * frame stays there until y_len - 1); the token equal to the frame
+         * moves; token 0 never */
+        for (int r = g0 == 0 ? -1 : g0; r < g1; ++r) {
+            uint32_t *const wr = words(r);
+            for (int f = f0 + tid; f < 32 * (w0 + nw); f += threads) {
+                uint32_t w = r >= 0 && f < Y ? wr[f - f0] : 0u;
+                const int d = f - 32 * r;
+                if (r >= 0 && d >= 0 && d < 32) w |= 1u << d;
+                if (r == 0) w &= ~1u;
+                wr[f - f0] = __brev(w);
             }
-            if (last_stage && rank > 0 && ib > ia) { /* windows [ia, ib) into below[] */
-                /* in place: below[t] takes below[u] for a u <= t, so the
-                 * starts go top down a block at a time, each read before
-                 * any of them is written */
-                for (int hi = 32 * live; hi > 0; hi -= threads) {
-                    __syncthreads();
-                    const int t = hi - threads + tid;
-                    int tok = 0;
-                    if (t >= 0) {
-                        tok = t;
-                        for (int i = ib - 1; i >= ia; --i) tok -= __popc(moves[i * tp + tok]);
-                        tok = below[tok];
-                    }
-                    __syncthreads();
-                    if (t >= 0) below[t] = tok;
-                }
-            }
-            fa = fe;
-            if (all) break;
+        }
+        __syncthreads();
+
+        /* window i from every start of group g, for g in [g0, g1): rows g - 1
+         * and g, folded at this stage or the one before */
+        const int ng = g1 - g0, tasks = nw * ng;
+        for (int t0 = 2 * warp; t0 < tasks; t0 += 2 * kBlockWarps) {
+            const int t1 = t0 + 1 < tasks ? t0 + 1 : t0;
+            const int i0 = t0 / ng, i1 = t1 / ng;
+            const int gA = g0 + t0 - i0 * ng, gB = g0 + t1 - i1 * ng;
+            uint32_t mv0, mv1;
+            block_walk_pair(words(gA - 1) + 32 * i0, words(gA) + 32 * i0, words(gB - 1) + 32 * i1,
+                            words(gB) + 32 * i1, lane, mv0, mv1);
+            moves[i0 * tp + 32 * gA + lane] = mv0;
+            moves[i1 * tp + 32 * gB + lane] = mv1; /* the same words when t1 == t0 */
         }
     }
-    if (!status_read) { /* no items' words, or all of ours were final before the flag */
-        if (!seen && live > 0) {
-            if (tid == 0)
-                while (load_acquire(a.slab_done + ((size_t)b * a.max_slabs + (live - 1) / stage) *
-                                                      kFlagStride) == 0)
-                    backoff_sleep();
-            __syncthreads();
-            if (a.early_next) dependent_trigger();
-        }
-        read_status();
-    }
+    if (live == 0) read_status();
     __syncthreads();
     const int status = item_status;
     backtrack_outputs_off_path(a, b, Y64, status, item_score, rank * threads + tid, c * threads);
@@ -340,6 +242,12 @@ __global__ void __launch_bounds__(32 * kBlockWarps) hard_backtrack_block(Backtra
         return;
     }
 
+    if (rank > 0) /* for the blocks below: each start's token below these windows */
+        for (int t = tid; t < 32 * live; t += threads) {
+            int tok = t;
+            for (int i = nw - 1; i >= 0; --i) tok -= __popc(moves[i * tp + tok]);
+            below[t] = tok;
+        }
     cluster_barrier(c);
 
     if (tid == 0) { /* the path's token at each window's top */
