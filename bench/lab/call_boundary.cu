@@ -71,17 +71,8 @@ int main(int argc, char **argv) {
             auto call = [&]() {
                 if (mas_align_gaussian_cuda(&a, &o, w.p, ws, nullptr, word) != MAS_OK) exit(1);
             };
-            for (int k = 0; k < 5; k++) call();
             const int calls = 40;
-            cudaEvent_t e0, e1;
-            CUDA_OK(cudaEventCreate(&e0));
-            CUDA_OK(cudaEventCreate(&e1));
-            CUDA_OK(cudaEventRecord(e0));
-            for (int k = 0; k < calls; k++) call();
-            CUDA_OK(cudaEventRecord(e1));
-            CUDA_OK(cudaEventSynchronize(e1));
-            float ms = 0;
-            CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
+            const float ms = loop_ms(call, calls, 1);
             read_log(mas_lab_log_coef);
             read_log(mas_lab_log_fused);
             read_log(mas_lab_log_bt);
@@ -127,7 +118,7 @@ int main(int argc, char **argv) {
             printf("B=%lld T=%lld S=%lld %s early=%s: %.4f ms a call (CUDA events, %d back to back); "
                    "us from call 2's forward end:\n",
                    (long long)B, (long long)T, (long long)S,
-                   precision == MAS_PRECISION_TF32 ? "tf32" : "float32", early, ms / calls, calls);
+                   precision == MAS_PRECISION_TF32 ? "tf32" : "float32", early, ms, calls);
             printf("  call 2: coefficient start %.1f, forward first slab start %.1f; backtrack, last of "
                    "the items: last flag seen %.1f, stages %.1f, tops %.1f, outputs %.1f, runs %.1f, "
                    "final wait returned %.1f\n",

@@ -47,20 +47,7 @@ int main(int argc, char **argv) {
                     exit(1);
                 }
             };
-            for (int k = 0; k < 5; k++) call();
-            cudaEvent_t e0, e1;
-            CUDA_OK(cudaEventCreate(&e0));
-            CUDA_OK(cudaEventCreate(&e1));
-            float best = 1e30f;
-            for (int r = 0; r < 3; r++) {
-                CUDA_OK(cudaEventRecord(e0));
-                for (int k = 0; k < n; k++) call();
-                CUDA_OK(cudaEventRecord(e1));
-                CUDA_OK(cudaEventSynchronize(e1));
-                float ms = 0;
-                CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
-                if (ms < best) best = ms;
-            }
+            const float ms = loop_ms(call, n, 3);
             std::vector<int32_t> dur((size_t)(in.B * in.T)), idx((size_t)(in.B * in.S));
             std::vector<float> score((size_t)in.B);
             uint64_t err = 0;
@@ -74,11 +61,9 @@ int main(int argc, char **argv) {
             h = fnv(h, score.data(), score.size() * 4);
             printf("| B=%lld T=%lld S=%lld | %s | %.4f | %010llx | %s |\n", (long long)in.B,
                    (long long)in.T, (long long)in.S,
-                   precision == MAS_PRECISION_TF32 ? "tf32" : "float32", best / n,
+                   precision == MAS_PRECISION_TF32 ? "tf32" : "float32", ms,
                    (unsigned long long)(h & 0xffffffffffull),
                    err == ~0ull ? "no error" : "ERROR WORD SET");
-            CUDA_OK(cudaEventDestroy(e0));
-            CUDA_OK(cudaEventDestroy(e1));
         }
     }
     return 0;

@@ -48,4 +48,26 @@ struct GlowInputs {
     }
 };
 
+/* ms a call of `call`: five warm-up calls, then the best of `rounds` loops
+ * of n back-to-back calls timed by CUDA events around each loop */
+template <class F> static float loop_ms(F call, int n, int rounds) {
+    for (int k = 0; k < 5; k++) call();
+    cudaEvent_t e0, e1;
+    CUDA_OK(cudaEventCreate(&e0));
+    CUDA_OK(cudaEventCreate(&e1));
+    float best = 1e30f;
+    for (int r = 0; r < rounds; r++) {
+        CUDA_OK(cudaEventRecord(e0));
+        for (int k = 0; k < n; k++) call();
+        CUDA_OK(cudaEventRecord(e1));
+        CUDA_OK(cudaEventSynchronize(e1));
+        float ms = 0;
+        CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
+        if (ms < best) best = ms;
+    }
+    CUDA_OK(cudaEventDestroy(e0));
+    CUDA_OK(cudaEventDestroy(e1));
+    return best / n;
+}
+
 #endif
