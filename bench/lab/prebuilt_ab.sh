@@ -10,21 +10,36 @@
 # each start took 200-400 s of the session's 1800.
 # Here:   bash bench/lab/prebuilt_ab.sh BASE_REV        (~5 min on 2 cores)
 #         [PATCHES="bench/lab/x.patch ..."]: applied to the new side's copy
+#         [PATCHES2="..."]: a third side, new2, this tree with those applied
+#         (cumulative: list every patch it needs; "-": none), timed and tested
+#         beside the others in the same call
+#         [KEEP=1]: keep sides already built (add new2 to an existing A/B)
 # Device: run(command="bash build-prebuilt/run.sh", carry=["build-prebuilt"])
-#         (~2 min: tests, three rounds of old / new, memcheck and racecheck)
-# Output: $OUT/tests.log, $OUT/ab.log (ms a call and a hash of the outputs).
+#         (~3-4 min: three rounds of old / new, the likelihood rows, the tests, the
+#         products lab under ncu, memcheck and racecheck)
+# Output: $OUT/ab.log (ms a call and a hash of the outputs; the likelihood rows),
+#         $OUT/tests.log, $OUT/products.log.
 set -u -o pipefail
 cd "$(dirname "$0")/../.."
 R=$PWD BASE=${1:?usage: bench/lab/prebuilt_ab.sh BASE_REV}
 OUTD=$R/build-prebuilt W=/tmp/prebuilt
-rm -rf "$W" "$OUTD" && mkdir -p "$W/old" "$W/new" "$OUTD/old" "$OUTD/new"
-git archive "$BASE" | tar -x -C "$W/old" || exit 1
-cp -r include lib tests bench python CMakeLists.txt "$W/new"/ || exit 1
-for p in ${PATCHES:-}; do (cd "$W/new" && git apply "$R/$p") || { echo "patch $p failed"; exit 1; }; done
+sides="old new"
+[ -n "${PATCHES2:-}" ] && sides="$sides new2"
+[ "${KEEP:-0}" = 1 ] || rm -rf "$OUTD"
+build=""
+for v in $sides; do [ -x "$OUTD/$v/loop" ] || build="$build $v"; done
+rm -rf "$W" && mkdir -p "$W"
+for v in $build; do
+  rm -rf "$OUTD/$v" && mkdir -p "$W/$v" "$OUTD/$v"
+  if [ "$v" = old ]; then git archive "$BASE" | tar -x -C "$W/old" || exit 1; continue; fi
+  cp -r include lib tests bench python CMakeLists.txt "$W/$v"/ || exit 1
+  ps=${PATCHES:-}; [ "$v" = new2 ] && ps=$PATCHES2
+  for p in $ps; do [ "$p" = - ] && continue; (cd "$W/$v" && git apply "$R/$p") || { echo "patch $p failed"; exit 1; }; done
+done
 objs=(lib/cpu/*.o lib/common/*.o lib/cuda/fused.cu.o lib/cuda/hard_mas.cu.o lib/cuda/hard_chain.cu.o
       lib/cuda/likelihood.cu.o lib/cuda/topology.cu.o)
 link=(-std=c++17 -O2 -arch=sm_90 -cudart shared -Xlinker -rpath='$ORIGIN' -Xlinker --allow-shlib-undefined)
-for v in old new; do
+for v in $build; do
   # only those objects (the Makefile generator's object targets): the topology kernels are most
   # of a whole build's time
   cmake -S "$W/$v" -B "$W/b_$v" -DMAS_CUDA=ON -DMAS_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=Release \
@@ -37,11 +52,25 @@ for v in old new; do
     -L/usr/local/cuda/lib64 -lcudart -lpthread -lm) || exit 1
   (cd "$W/$v" && nvcc "${link[@]}" -Iinclude -Itests/c -Itests/cuda -Ibench/lab "$R/bench/lab/fused_loop.cu" \
     -L"$OUTD/$v" -lmas -lm -lpthread -o "$OUTD/$v/loop") || exit 1
+  # the likelihood kernels' rows (issue 10), GPU time a call
+  (cd "$W/$v" && nvcc "${link[@]}" -Iinclude -Itests/cuda tests/cuda/bench_likelihood_cuda.cu \
+    -L"$OUTD/$v" -lmas -lm -lpthread -o "$OUTD/$v/bench_lik") || exit 1
 done
-for t in test_fused_cuda test_hard_cuda test_likelihood_cuda; do
-  (cd "$W/new" && nvcc "${link[@]}" -Iinclude -Ilib -Itests/c -Itests/cuda "tests/cuda/$t.cu" \
-    -L"$OUTD/new" -lmas -lm -lpthread -o "$OUTD/new/$t") || exit 1
+# not test_hard_cuda: it also calls the chain topologies' kernels, which these libraries leave
+# out (a run stops at an unresolved symbol); bench/gpu_one_call.sh builds everything
+for v in $build; do
+  [ "$v" = old ] && continue
+  for t in test_fused_cuda test_likelihood_cuda; do
+    (cd "$W/$v" && nvcc "${link[@]}" -Iinclude -Ilib -Itests/c -Itests/cuda "tests/cuda/$t.cu" \
+      -L"$OUTD/$v" -lmas -lm -lpthread -o "$OUTD/$v/$t") || exit 1
+  done
 done
+# the products lab (bench/lab/products_ncu.sh runs it under ncu in the same call)
+nvcc -std=c++17 -O3 -arch=sm_90 -Itests/cuda bench/lab/products_lab.cu -o "$OUTD/products_lab" || exit 1
+cp bench/lab/products_ncu.sh bench/ncu_metrics.sh "$OUTD"/ || exit 1
+# What the call runs, the timings first (what comes back if the call is cut short): old / new
+# (/ new2) in loops of back-to-back calls, then the likelihood rows, then the new sides' tests
+# (full sets), the products lab under ncu, and the sanitizers.
 cat >"$OUTD/run.sh" <<'RUN'
 #!/usr/bin/env bash
 set -u
@@ -49,18 +78,29 @@ cd "$(dirname "$0")"
 export PATH="$PATH:/usr/local/cuda/bin" LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 t0=$SECONDS L=$OUT/tests.log A=$OUT/ab.log
 nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader | tee "$L" >"$A"
-timeout 100 ./new/test_fused_cuda 2>&1 | tail -2 >>"$L"
-timeout 60 ./new/test_hard_cuda --small 2>&1 | tail -2 >>"$L"
-timeout 60 ./new/test_likelihood_cuda --small 2>&1 | tail -2 >>"$L"
-echo "tests: $((SECONDS - t0)) s" >>"$L"
-for k in 1 2 3; do for v in old new; do
+sides="old new"; [ -x new2/loop ] && sides="old new new2"
+for k in 1 2 3; do for v in $sides; do
   echo "=== $v, round $k" >>"$A"
   timeout 60 "./$v/loop" 40 >>"$A" 2>&1
 done; done
+for k in 1 2; do for v in $sides; do
+  [ -x "$v/bench_lik" ] || continue
+  echo "=== likelihood, $v, round $k" >>"$A"
+  timeout 60 "./$v/bench_lik" --quick 2>&1 | grep -E "^\|" >>"$A"
+done; done
 echo "ab: $((SECONDS - t0)) s" >>"$L"
-timeout 100 compute-sanitizer --tool memcheck ./new/test_fused_cuda --small 2>&1 | tail -2 >>"$L"
-timeout 100 compute-sanitizer --tool racecheck ./new/test_fused_cuda --small 2>&1 | tail -2 >>"$L"
-timeout 60 compute-sanitizer --tool racecheck ./new/test_hard_cuda --small 2>&1 | tail -2 >>"$L"
+for v in new new2; do for t in test_fused_cuda test_likelihood_cuda; do
+  [ -x "$v/$t" ] || continue
+  echo "$v/$t" >>"$L"; timeout 120 "./$v/$t" 2>&1 | tail -2 >>"$L"
+done; done
+echo "tests: $((SECONDS - t0)) s" >>"$L"
+timeout 100 bash ./products_ncu.sh ./products_lab >"$OUT/products.log" 2>&1
+echo "products: $((SECONDS - t0)) s" >>"$L"
+for v in new new2; do for t in test_fused_cuda test_likelihood_cuda; do for tool in memcheck racecheck; do
+  [ -x "$v/$t" ] || continue
+  echo "$tool $v/$t --small" >>"$L"
+  timeout 100 compute-sanitizer --tool $tool "./$v/$t" --small 2>&1 | tail -2 >>"$L"
+done; done; done
 echo "done: $((SECONDS - t0)) s" >>"$L"
 RUN
 chmod +x "$OUTD/run.sh"

@@ -50,12 +50,13 @@ __host__ __device__ constexpr int block_warps(int ncw, int map) {
     return warp_of(ncw - 1, map) + 1;
 }
 
-template <int TOK, int TF, int TT, int NCW, bool SWEEP, int MAP, int PIPE>
+template <int TOK, int TF, int TT, int NCW, bool SWEEP, int MAP, int PIPE, bool GRID>
 __global__ void __launch_bounds__(32 * block_warps(NCW, MAP), 1)
     lab(const float *gc, const float *ge, float *gout, unsigned long long *gcyc, int tiles) {
     constexpr int G = TOK / TT;        /* token groups */
     constexpr int NTH = (FR / TF) * G; /* compute threads */
     static_assert(NTH == 32 * NCW, "the thread tiles cover the tile");
+    static_assert(!GRID || G == 16, "the half-warp grid is for 16 token groups");
     constexpr int K = TOK / 32;
     extern __shared__ __align__(16) float sm[];
     float *c_s = sm;                  /* [ROWS][TOK] */
@@ -70,7 +71,11 @@ __global__ void __launch_bounds__(32 * block_warps(NCW, MAP), 1)
     int cw = -1;
     for (int i = 0; i < NCW; i++)
         if (warp_of(i, MAP) == warp) cw = i;
-    const int ct = cw * 32 + lane, tg = ct % G, tf = ct / G;
+    const int ct = cw * 32 + lane;
+    /* GRID (session 31, G = 16 only): a half-warp takes 8 token groups of 2
+     * frame groups (lib/cuda/loglik_kernel.cuh's grid_token_group) */
+    const int tg = GRID ? (ct & 7) + ((ct >> 4) & 1) * 8 : ct % G;
+    const int tf = GRID ? (ct >> 5) * 2 + ((ct >> 3) & 1) : ct / G;
     auto tok = [&](int j) { return (j / 4) * (4 * G) + tg * 4 + j % 4; };
     const unsigned long long t0 = clock64();
     float q[K];
@@ -119,6 +124,25 @@ __global__ void __launch_bounds__(32 * block_warps(NCW, MAP), 1)
                     fma_row(e0, c0);
                     if (r + 2 < ROWS) load_row(r + 2, e0, c0);
                     fma_row(e1, c1);
+                }
+            } else if constexpr (PIPE == 3 || PIPE == 4) {
+                /* timing only (wrong cells): the tokens' operands (3) or the
+                 * frames' (4) loaded every other row, half their shared
+                 * bytes, to see whether the shared loads' bytes bound the row */
+                float ev[TF], cv[TT];
+#pragma unroll 8
+                for (int r = 0; r < ROWS; r++) {
+                    float en[TF], cn[TT];
+                    load_row(r, en, cn);
+                    if (r % 2 == 0 || PIPE == 4) {
+#pragma unroll
+                        for (int j = 0; j < TT; j++) cv[j] = cn[j];
+                    }
+                    if (r % 2 == 0 || PIPE == 3) {
+#pragma unroll
+                        for (int i = 0; i < TF; i++) ev[i] = en[i];
+                    }
+                    fma_row(ev, cv);
                 }
             } else { /* unroll 16 */
 #pragma unroll 16
@@ -172,12 +196,12 @@ __global__ void __launch_bounds__(32 * block_warps(NCW, MAP), 1)
     }
 }
 
-template <int TOK, int TF, int TT, int NCW, bool SWEEP, int MAP = 0, int PIPE = 0>
+template <int TOK, int TF, int TT, int NCW, bool SWEEP, int MAP = 0, int PIPE = 0, bool GRID = false>
 static void run(const char *name, int sms, const std::vector<float> &c,
                 const std::vector<float> &e) {
     const int threads = 32 * block_warps(NCW, MAP), tiles = 40;
     const size_t smem = (size_t)(ROWS * TOK + ROWS * FR + 2 * FR * TOK) * 4;
-    auto k = lab<TOK, TF, TT, NCW, SWEEP, MAP, PIPE>;
+    auto k = lab<TOK, TF, TT, NCW, SWEEP, MAP, PIPE, GRID>;
     CUDA_OK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     cudaFuncAttributes at;
     CUDA_OK(cudaFuncGetAttributes(&at, k));
@@ -244,10 +268,17 @@ int main() {
     run<128, 8, 8, 4, false>("v3 no sweep", sms, c128, e);
     run<128, 8, 8, 4, true, 0, 1>("v3 operands a row ahead", sms, c128, e);
     run<128, 8, 8, 4, true, 0, 2>("v3 unroll 16", sms, c128, e);
+    /* timing only (session 31): half the tokens' or the frames' shared bytes */
+    run<128, 4, 8, 8, false, 0, 3>("v1 no sweep, tokens' loads halved (wrong cells)", sms, c128, e);
+    run<128, 4, 8, 8, false, 0, 4>("v1 no sweep, frames' loads halved (wrong cells)", sms, c128, e);
+    run<128, 8, 8, 4, false, 0, 3>("v3 no sweep, tokens' loads halved (wrong cells)", sms, c128, e);
+    run<128, 4, 8, 8, true, 0, 0, true>("v1, half-warps of 8 token groups x 2 frame groups", sms, c128, e);
+    run<128, 4, 8, 8, false, 0, 0, true>("v1 no sweep, half-warps of 8 x 2", sms, c128, e);
     /* K = 2 (64 tokens) */
     run<64, 4, 4, 8, true>("v1 (main's K=2)", sms, c64, e);
     run<64, 4, 4, 8, false>("v1 no sweep", sms, c64, e);
     run<64, 4, 4, 8, true, 0, 1>("v1 operands a row ahead", sms, c64, e);
+    run<64, 4, 4, 8, true, 0, 0, true>("v1, half-warps of 8 x 2", sms, c64, e);
     run<64, 8, 4, 4, true>("v3", sms, c64, e);
     run<64, 8, 4, 4, false>("v3 no sweep", sms, c64, e);
     run<64, 8, 8, 2, true>("v7", sms, c64, e);

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Lab (session 31): why the products of bench/lab/products_lab.cu stop at ~63% of
+# the FFMA issue. ncu over its first 65 launches (variants v1, v1 no sweep, v1
+# operands a row ahead, v1 unroll 16, v1 none on the sweep's scheduler, v2,
+# v3, v3 no sweep, v3 operands a row ahead, v3 unroll 16 and the three of
+# session 31 with half the shared bytes: 5 launches each), for the first launch of
+# each: FFMA and all issued
+# instructions, issue active, shared-load requests and their wavefronts, bank
+# conflicts, and the stall reasons per issued instruction.
+# Here:   nvcc -std=c++17 -O3 -arch=sm_90 -Itests/cuda bench/lab/products_lab.cu \
+#           -o build-prebuilt/products_lab   (bench/lab/prebuilt_ab.sh does it)
+# Device: bash bench/lab/products_ncu.sh build-prebuilt/products_lab   (~15 s)
+set -u
+BIN=${1:?usage: products_ncu.sh PRODUCTS_LAB_BINARY}
+export PATH="$PATH:/usr/local/cuda/bin"
+d=$(dirname "$0") # in bench/lab, or copied beside ncu_metrics.sh by prebuilt_ab.sh
+if [ -f "$d/ncu_metrics.sh" ]; then . "$d/ncu_metrics.sh"; else . "$d/../ncu_metrics.sh"; fi
+M="sm__cycles_elapsed.avg,smsp__inst_executed.sum,smsp__inst_executed_pipe_fma.sum"
+M="$M,smsp__issue_active.avg.pct_of_peak_sustained_active,sm__sass_inst_executed_op_shared_ld.sum"
+M="$M,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"
+M="$M,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"
+M="$M,l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustained_elapsed,$STALL_METRICS"
+"$BIN"
+ncu --launch-count 65 --csv --metrics "$M" "$BIN" 2>/dev/null |
+  python3 -c '
+import csv, sys, collections
+rows = [r for r in csv.reader(sys.stdin) if len(r) > 10]
+head, rows = rows[0], rows[1:]
+ki, mi, vi, ii = (head.index(h) for h in ("Kernel Name", "Metric Name", "Metric Value", "ID"))
+by = collections.OrderedDict()
+for r in rows:
+    by.setdefault(r[ii], {})[r[mi]] = r[vi]
+    by[r[ii]]["kernel"] = r[ki][:60]
+for i, (k, m) in enumerate(by.items()):
+    if i % 5: continue  # the first launch of each variant
+    print("launch", k, m.pop("kernel"))
+    for n, v in m.items():
+        print("   ", n.replace("smsp__average_warps_issue_stalled_", "stall ")
+              .replace("_per_issue_active.ratio", ""), v)
+'
