@@ -1,12 +1,10 @@
 #!/usr/bin/env bash
 # Lab (session 31): why the products of bench/lab/products_lab.cu stop at ~63% of
-# the FFMA issue. ncu over its first 65 launches (variants v1, v1 no sweep, v1
-# operands a row ahead, v1 unroll 16, v1 none on the sweep's scheduler, v2,
-# v3, v3 no sweep, v3 operands a row ahead, v3 unroll 16 and the three of
-# session 31 with half the shared bytes: 5 launches each), for the first launch of
-# each: FFMA and all issued
-# instructions, issue active, shared-load requests and their wavefronts, bank
-# conflicts, and the stall reasons per issued instruction.
+# the FFMA issue. ncu over its first 75 launches (5 a variant: the 128-token
+# variants, v1 to v3 unroll 16, then session 31's with half the shared loads and
+# with the half-warp grid), for the first launch of each: FFMA and all issued
+# instructions, issue active, shared loads and their wavefronts, bank conflicts,
+# the shared pipe's busy share, and the stall reasons per issued instruction.
 # Here:   nvcc -std=c++17 -O3 -arch=sm_90 -Itests/cuda bench/lab/products_lab.cu \
 #           -o build-prebuilt/products_lab   (bench/lab/prebuilt_ab.sh does it)
 # Device: bash bench/lab/products_ncu.sh build-prebuilt/products_lab   (~15 s)
@@ -21,7 +19,7 @@ M="$M,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"
 M="$M,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"
 M="$M,l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustained_elapsed,$STALL_METRICS"
 "$BIN"
-ncu --launch-count 65 --csv --metrics "$M" "$BIN" 2>/dev/null |
+ncu --launch-count 75 --csv --metrics "$M" "$BIN" 2>/dev/null |
   python3 -c '
 import csv, sys, collections
 rows = [r for r in csv.reader(sys.stdin) if len(r) > 10]
