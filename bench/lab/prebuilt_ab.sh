@@ -36,8 +36,9 @@ for v in $build; do
   ps=${PATCHES:-}; [ "$v" = new2 ] && ps=$PATCHES2
   for p in $ps; do [ "$p" = - ] && continue; (cd "$W/$v" && git apply "$R/$p") || { echo "patch $p failed"; exit 1; }; done
 done
-objs=(lib/cpu/*.o lib/common/*.o lib/cuda/fused.cu.o lib/cuda/hard_mas.cu.o lib/cuda/hard_chain.cu.o
-      lib/cuda/likelihood.cu.o lib/cuda/topology.cu.o)
+cuda=(fused hard_mas hard_chain likelihood topology) # lib/cuda/<name>.cu: the fused path's
+# (the globs expand in the build's object folder, at the link)
+objs=(lib/cpu/*.o lib/common/*.o $(printf 'lib/cuda/%s.cu.o ' "${cuda[@]}"))
 link=(-std=c++17 -O2 -arch=sm_90 -cudart shared -Xlinker -rpath='$ORIGIN' -Xlinker --allow-shlib-undefined)
 for v in $build; do
   # only those objects (the Makefile generator's object targets): the topology kernels are most
@@ -45,8 +46,7 @@ for v in $build; do
   cmake -S "$W/$v" -B "$W/b_$v" -DMAS_CUDA=ON -DMAS_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_CUDA_ARCHITECTURES=90 >"$W/$v.log" 2>&1 || { tail -20 "$W/$v.log"; exit 1; }
   targets=$(make -C "$W/b_$v" help | sed -n 's/^\.\.\. \(lib\/.*\.o\)$/\1/p' |
-    grep -v '^lib/cuda/' ; printf '%s\n' lib/cuda/fused.o lib/cuda/hard_mas.o lib/cuda/hard_chain.o \
-    lib/cuda/likelihood.o lib/cuda/topology.o)
+    grep -v '^lib/cuda/' ; printf 'lib/cuda/%s.o\n' "${cuda[@]}")
   make -C "$W/b_$v" -j"$(nproc)" $targets >>"$W/$v.log" 2>&1 || { tail -20 "$W/$v.log"; exit 1; }
   (cd "$W/b_$v/CMakeFiles/mas.dir" && g++ -shared -o "$OUTD/$v/libmas.so" ${objs[@]} \
     -L/usr/local/cuda/lib64 -lcudart -lpthread -lm) || exit 1

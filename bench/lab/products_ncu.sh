@@ -33,6 +33,5 @@ for i, (k, m) in enumerate(by.items()):
     if i % 5: continue  # the first launch of each variant
     print("launch", k, m.pop("kernel"))
     for n, v in m.items():
-        print("   ", n.replace("smsp__average_warps_issue_stalled_", "stall ")
-              .replace("_per_issue_active.ratio", ""), v)
-'
+        print("   ", n, v)
+' | sed "${SHORT_STALLS[@]}"
