@@ -19,14 +19,23 @@
  * -o /tmp/products_lab && /tmp/products_lab (built here, it can be carried)
  * Prints, a variant a line: cycles a tile (mean over blocks, best of 5
  * launches), the FFMA issue against one a cycle on each of the four
- * schedulers, registers, and the largest difference from the plain loop.
+ * schedulers, registers, the cycles a tile that compute warps 0 and 3 spend
+ * in their products and the sweep warp in its sweep (clock stamps, session
+ * 32: ~3% of a tile), and the largest difference from the plain loop.
  *
  * What it showed (session 25, H200; results/fused-gpu-h100.md): at 128
  * tokens ~63% of the FFMA issue next to the sweep warp whatever the tile
  * (4 x 8 by eight warps as main, 8 x 8 by four; operands a row ahead or an
  * unroll of 16 within 2%), 65-69% without it; the kernel's products are
  * within ~9% of that. At 64 tokens 8 x 4 by four warps beat main's 4 x 4 by
- * eight by 11% here, but lost 5-6% in the kernel. */
+ * eight by 11% here, but lost 5-6% in the kernel.
+ *
+ * Session 32 (H100; with bench/lab/lds128_lab.cu): grids of the 256
+ * threads over the 16 x 16 groups that make the tokens' shared loads
+ * cheaper (GRID 1-4, down to 6 wavefronts a row and warp from 10) make the
+ * products alone up to 8% faster, but the sweep warp beside them slower by
+ * about as much (its loads and shuffles queue behind theirs), and the tile
+ * is max(products, sweep): none gained in the kernel. */
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,13 +59,13 @@ __host__ __device__ constexpr int block_warps(int ncw, int map) {
     return warp_of(ncw - 1, map) + 1;
 }
 
-template <int TOK, int TF, int TT, int NCW, bool SWEEP, int MAP, int PIPE, bool GRID>
+template <int TOK, int TF, int TT, int NCW, bool SWEEP, int MAP, int PIPE, int GRID>
 __global__ void __launch_bounds__(32 * block_warps(NCW, MAP), 1)
     lab(const float *gc, const float *ge, float *gout, unsigned long long *gcyc, int tiles) {
     constexpr int G = TOK / TT;        /* token groups */
     constexpr int NTH = (FR / TF) * G; /* compute threads */
     static_assert(NTH == 32 * NCW, "the thread tiles cover the tile");
-    static_assert(!GRID || G == 16, "the half-warp grid is for 16 token groups");
+    static_assert(!GRID || (G == 16 && NCW == 8), "the other grids are for 16 x 16 groups");
     constexpr int K = TOK / 32;
     extern __shared__ __align__(16) float sm[];
     float *c_s = sm;                  /* [ROWS][TOK] */
@@ -72,17 +81,32 @@ __global__ void __launch_bounds__(32 * block_warps(NCW, MAP), 1)
     for (int i = 0; i < NCW; i++)
         if (warp_of(i, MAP) == warp) cw = i;
     const int ct = cw * 32 + lane;
-    /* GRID (session 31, G = 16 only): a half-warp takes 8 token groups of 2
-     * frame groups (lib/cuda/loglik_kernel.cuh's grid_token_group) */
-    const int tg = GRID ? (ct & 7) + ((ct >> 4) & 1) * 8 : ct % G;
-    const int tf = GRID ? (ct >> 5) * 2 + ((ct >> 3) & 1) : ct / G;
+    /* GRID (16 x 16 groups only): 1 (session 31) a half-warp takes 8 token
+     * groups of 2 frame groups (bench/lab/half_warp_grid.patch); 2 (session
+     * 32) a quarter-warp takes one token group of 8 frame groups, a warp 4
+     * x 8; 3 (session 32) a half-warp one token group of 16 frame groups;
+     * 4 (session 32) lanes 2k and 2k + 1 one token group of 2 frame groups
+     * (bench/lab/lds128_lab.cu: the tokens' loads 2 wavefronts, the
+     * frames' 2) */
+    const int tg = GRID == 1   ? (ct & 7) + ((ct >> 4) & 1) * 8
+                   : GRID == 2 ? (cw >> 1) * 4 + (lane >> 3)
+                   : GRID == 3 ? cw * 2 + (lane >> 4)
+                   : GRID == 4 ? lane >> 1
+                               : ct % G;
+    const int tf = GRID == 1   ? (ct >> 5) * 2 + ((ct >> 3) & 1)
+                   : GRID == 2 ? (cw & 1) * 8 + (lane & 7)
+                   : GRID == 3 ? lane & 15
+                   : GRID == 4 ? cw * 2 + (lane & 1)
+                               : ct / G;
     auto tok = [&](int j) { return (j / 4) * (4 * G) + tg * 4 + j % 4; };
     const unsigned long long t0 = clock64();
+    unsigned long long busy = 0; /* this warp's cycles in its products (or sweeps) */
     float q[K];
     for (int k = 0; k < K; k++) q[k] = 0.f;
     unsigned words = 0;
     for (int t = 0; t < tiles; t++) {
         float *mine = cells + (t & 1) * FR * TOK, *other = cells + ((t & 1) ^ 1) * FR * TOK;
+        const unsigned long long ta = clock64();
         if (cw >= 0) {
             float acc[TF][TT];
 #pragma unroll
@@ -177,6 +201,7 @@ __global__ void __launch_bounds__(32 * block_warps(NCW, MAP), 1)
                 }
             }
         }
+        busy += clock64() - ta;
         __syncthreads();
     }
     const unsigned long long t1 = clock64();
@@ -185,9 +210,13 @@ __global__ void __launch_bounds__(32 * block_warps(NCW, MAP), 1)
         __syncwarp();
         if (lane == 0) {
             gcyc[blockIdx.x] = t1 - t0;
+            gcyc[gridDim.x + blockIdx.x] = busy; /* the sweep's (or nothing's) */
             gout[(size_t)blockIdx.x * FR * TOK] = sink[3];
         }
     }
+    /* compute warps 0 and 3 (warps 1 and 4 in MAP 0: warp 4 shares the
+     * sweep's scheduler): their products' cycles */
+    if (lane == 0 && (cw == 0 || cw == 3)) gcyc[(cw == 0 ? 2 : 3) * gridDim.x + blockIdx.x] = busy;
     /* the last tile's cells for the check (block 0) */
     if (blockIdx.x == 0) {
         const float *last = cells + ((tiles - 1) & 1) * FR * TOK;
@@ -196,7 +225,7 @@ __global__ void __launch_bounds__(32 * block_warps(NCW, MAP), 1)
     }
 }
 
-template <int TOK, int TF, int TT, int NCW, bool SWEEP, int MAP = 0, int PIPE = 0, bool GRID = false>
+template <int TOK, int TF, int TT, int NCW, bool SWEEP, int MAP = 0, int PIPE = 0, int GRID = 0>
 static void run(const char *name, int sms, const std::vector<float> &c,
                 const std::vector<float> &e) {
     const int threads = 32 * block_warps(NCW, MAP), tiles = 40;
@@ -210,19 +239,24 @@ static void run(const char *name, int sms, const std::vector<float> &c,
     CUDA_OK(cudaMalloc(&dc, c.size() * 4));
     CUDA_OK(cudaMalloc(&de, e.size() * 4));
     CUDA_OK(cudaMalloc(&dout, ((size_t)sms + 1) * FR * TOK * 4));
-    CUDA_OK(cudaMalloc(&dcyc, sms * 8));
+    CUDA_OK(cudaMalloc(&dcyc, 4 * sms * 8));
+    CUDA_OK(cudaMemset(dcyc, 0, 4 * sms * 8)); /* v7 has no compute warp 3 */
     CUDA_OK(cudaMemcpy(dc, c.data(), c.size() * 4, cudaMemcpyHostToDevice));
     CUDA_OK(cudaMemcpy(de, e.data(), e.size() * 4, cudaMemcpyHostToDevice));
-    double best = 1e30;
+    double best = 1e30, ph[3] = {0, 0, 0}; /* the best launch's sweep, cw 0, cw 3 a tile */
     for (int rep = 0; rep < 5; rep++) {
         k<<<sms, threads, smem>>>(dc, de, dout, dcyc, tiles);
         CUDA_OK(cudaGetLastError());
         CUDA_OK(cudaDeviceSynchronize());
-        std::vector<unsigned long long> cyc(sms);
-        CUDA_OK(cudaMemcpy(cyc.data(), dcyc, sms * 8, cudaMemcpyDeviceToHost));
-        double s = 0;
-        for (auto v : cyc) s += (double)v;
-        best = fmin(best, s / sms / tiles);
+        std::vector<unsigned long long> cyc(4 * sms);
+        CUDA_OK(cudaMemcpy(cyc.data(), dcyc, 4 * sms * 8, cudaMemcpyDeviceToHost));
+        double m[4] = {0, 0, 0, 0};
+        for (int q = 0; q < 4; q++)
+            for (int i = 0; i < sms; i++) m[q] += (double)cyc[(size_t)q * sms + i] / sms / tiles;
+        if (m[0] < best) {
+            best = m[0];
+            for (int q = 0; q < 3; q++) ph[q] = m[q + 1];
+        }
     }
     std::vector<float> cells((size_t)FR * TOK);
     CUDA_OK(cudaMemcpy(cells.data(), dout + (size_t)sms * FR * TOK, cells.size() * 4,
@@ -236,9 +270,9 @@ static void run(const char *name, int sms, const std::vector<float> &c,
             err = fmax(err, fabs((double)a - cells[(size_t)f * TOK + t]));
         }
     const double ffma = (double)FR * TOK * ROWS / 32; /* warp FFMAs a tile */
-    printf("| %s | %d | %dx%d | %d (warps %d..) | %s | %d | %.0f | %.1f%% | %g |\n", name, TOK,
-           TF, TT, NCW, warp_of(0, MAP), SWEEP ? "yes" : "no", at.numRegs, best,
-           100.0 * ffma / 4 / best, err);
+    printf("| %s | %d | %dx%d | %d (warps %d..) | %s | %d | %.0f | %.1f%% | %.0f / %.0f | %.0f | %g |\n",
+           name, TOK, TF, TT, NCW, warp_of(0, MAP), SWEEP ? "yes" : "no", at.numRegs, best,
+           100.0 * ffma / 4 / best, ph[1], ph[2], SWEEP ? ph[0] : 0.0, err);
     CUDA_OK(cudaFree(dc));
     CUDA_OK(cudaFree(de));
     CUDA_OK(cudaFree(dout));
@@ -255,8 +289,9 @@ int main() {
     for (auto &v : c64) v = rnd();
     for (auto &v : e) v = rnd();
     printf("| variant | tokens | thread tile (frames x tokens) | compute warps | sweep warp | "
-           "registers | cycles a tile | FFMA issue (of 4 schedulers) | max err |\n");
-    printf("|---|---|---|---|---|---|---|---|---|\n");
+           "registers | cycles a tile | FFMA issue (of 4 schedulers) | products a tile, compute "
+           "warps 0 / 3 | sweep a tile | max err |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
     /* K = 4 (128 tokens) */
     run<128, 4, 8, 8, true>("v1 (main's K=4)", sms, c128, e);
     run<128, 4, 8, 8, false>("v1 no sweep", sms, c128, e);
@@ -272,13 +307,25 @@ int main() {
     run<128, 4, 8, 8, false, 0, 3>("v1 no sweep, tokens' loads halved (wrong cells)", sms, c128, e);
     run<128, 4, 8, 8, false, 0, 4>("v1 no sweep, frames' loads halved (wrong cells)", sms, c128, e);
     run<128, 8, 8, 4, false, 0, 3>("v3 no sweep, tokens' loads halved (wrong cells)", sms, c128, e);
-    run<128, 4, 8, 8, true, 0, 0, true>("v1, half-warps of 8 token groups x 2 frame groups", sms, c128, e);
-    run<128, 4, 8, 8, false, 0, 0, true>("v1 no sweep, half-warps of 8 x 2", sms, c128, e);
+    run<128, 4, 8, 8, true, 0, 0, 1>("v1, half-warps of 8 token groups x 2 frame groups", sms, c128, e);
+    run<128, 4, 8, 8, false, 0, 0, 1>("v1 no sweep, half-warps of 8 x 2", sms, c128, e);
+    /* session 32: grids whose token loads are uniform in a quarter or half warp */
+    run<128, 4, 8, 8, true, 0, 0, 2>("v1, quarter-warps of 1 token group x 8 frame groups", sms, c128, e);
+    run<128, 4, 8, 8, false, 0, 0, 2>("v1 no sweep, quarter-warps of 1 x 8", sms, c128, e);
+    run<128, 4, 8, 8, true, 0, 0, 3>("v1, half-warps of 1 token group x 16 frame groups", sms, c128, e);
+    run<128, 4, 8, 8, false, 0, 0, 3>("v1 no sweep, half-warps of 1 x 16", sms, c128, e);
+    run<128, 4, 8, 8, true, 0, 0, 4>("v1, lane pairs of 1 token group x 2 frame groups", sms, c128, e);
+    run<128, 4, 8, 8, false, 0, 0, 4>("v1 no sweep, lane pairs", sms, c128, e);
+    run<128, 8, 4, 8, true>("v8: 8 x 4, a warp one frame group x 32 token groups", sms, c128, e);
+    run<128, 8, 4, 8, false>("v8 no sweep", sms, c128, e);
     /* K = 2 (64 tokens) */
     run<64, 4, 4, 8, true>("v1 (main's K=2)", sms, c64, e);
     run<64, 4, 4, 8, false>("v1 no sweep", sms, c64, e);
     run<64, 4, 4, 8, true, 0, 1>("v1 operands a row ahead", sms, c64, e);
-    run<64, 4, 4, 8, true, 0, 0, true>("v1, half-warps of 8 x 2", sms, c64, e);
+    run<64, 4, 4, 8, true, 0, 0, 1>("v1, half-warps of 8 x 2", sms, c64, e);
+    run<64, 4, 4, 8, true, 0, 0, 2>("v1, quarter-warps of 1 x 8", sms, c64, e);
+    run<64, 4, 4, 8, true, 0, 0, 3>("v1, half-warps of 1 x 16", sms, c64, e);
+    run<64, 4, 4, 8, true, 0, 0, 4>("v1, lane pairs", sms, c64, e);
     run<64, 8, 4, 4, true>("v3", sms, c64, e);
     run<64, 8, 4, 4, false>("v3 no sweep", sms, c64, e);
     run<64, 8, 8, 2, true>("v7", sms, c64, e);
