@@ -11,19 +11,15 @@ P=$(mktemp) # the patterns in launch order, as the program prints them
 trap 'rm -f "$P"' EXIT
 "$BIN" >"$P" || exit 1
 ncu --csv --metrics "$M" "$BIN" 2>/dev/null | python3 -c '
-import csv, sys, collections
-rows = [r for r in csv.reader(sys.stdin) if len(r) > 10]
-head, rows = rows[0], rows[1:]
-mi, vi, ii = (head.index(h) for h in ("Metric Name", "Metric Value", "ID"))
-by = collections.OrderedDict()
-for r in rows:
-    by.setdefault(r[ii], {})[r[mi]] = float(r[vi].replace(",", ""))
+import sys
+sys.path.insert(0, sys.argv[2])
+from ncu_launches import launches, number
 print("| pattern | lanes read vectors | wavefronts a load |")
 print("|---|---|---|")
 lines = open(sys.argv[1]).read().splitlines()
-for line, m in zip(lines, by.values()):
+for line, m in zip(lines, launches(sys.stdin).values()):
     name, vecs = line.split(": ", 1)[1].rsplit(":", 1)
-    w = m["l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"]
-    n = m["sm__sass_inst_executed_op_shared_ld.sum"]
+    w = number(m["l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"])
+    n = number(m["sm__sass_inst_executed_op_shared_ld.sum"])
     print(f"| {name} | {vecs.strip()} | {w / n:.2f} |")
-' "$P"
+' "$P" "$(dirname "$0")"

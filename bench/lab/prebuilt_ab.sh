@@ -67,7 +67,7 @@ for v in $build; do
 done
 # the products lab (bench/lab/products_ncu.sh runs it under ncu in the same call)
 nvcc -std=c++17 -O3 -arch=sm_90 -Itests/cuda bench/lab/products_lab.cu -o "$OUTD/products_lab" || exit 1
-cp bench/lab/products_ncu.sh bench/ncu_metrics.sh "$OUTD"/ || exit 1
+cp bench/lab/products_ncu.sh bench/lab/ncu_launches.py bench/ncu_metrics.sh "$OUTD"/ || exit 1
 # What the call runs, the timings first (what comes back if the call is cut short): old / new
 # (/ new2) in loops of back-to-back calls, then the likelihood rows, then the new sides' tests
 # (full sets), the products lab under ncu, and the sanitizers.

@@ -21,18 +21,4 @@ M="$M,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"
 M="$M,l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustained_elapsed,$STALL_METRICS"
 "$BIN"
 ncu --launch-count "${LAUNCHES:-165}" --csv --metrics "$M" "$BIN" 2>/dev/null |
-  python3 -c '
-import csv, sys, collections
-rows = [r for r in csv.reader(sys.stdin) if len(r) > 10]
-head, rows = rows[0], rows[1:]
-ki, mi, vi, ii = (head.index(h) for h in ("Kernel Name", "Metric Name", "Metric Value", "ID"))
-by = collections.OrderedDict()
-for r in rows:
-    by.setdefault(r[ii], {})[r[mi]] = r[vi]
-    by[r[ii]]["kernel"] = r[ki][:60]
-for i, (k, m) in enumerate(by.items()):
-    if i % 5: continue  # the first launch of each variant
-    print("launch", k, m.pop("kernel"))
-    for n, v in m.items():
-        print("   ", n, v)
-' | sed "${SHORT_STALLS[@]}"
+  python3 "$d/ncu_launches.py" --every 5 | sed "${SHORT_STALLS[@]}" # the first launch of each variant
