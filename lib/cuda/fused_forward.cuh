@@ -36,9 +36,10 @@
  *      unchanged (B=32 T=512 S=2048: forward 390 -> 282 us, H200);
  *   3. the cells go to two chunk tiles in hard_forward's token-row layout
  *      (frame rows in the tensor-core 128-token form: LAYOUT, below)
- *      and warp 0 sweeps them in the exchange form (kSweepExchange,
- *      hard_forward.cuh): the threads that store the cells check the band's
- *      for NaN/+inf (the sweep's guard, now off its instruction stream) and
+ *      and warp 0 sweeps them in the exchange form (kSweepExchange, or
+ *      kSweepExchangeAhead where PAIRS, below; hard_forward.cuh): the
+ *      threads that store the cells check the band's for NaN/+inf (the
+ *      sweep's guard, now off its instruction stream) and
  *      the sweep trades scores and decision words through shared memory
  *      with one shuffle a frame (0.109 -> 0.103 ms a call at B=32 T=150
  *      S=800, 0.422 -> 0.381 at B=32 T=512 S=2048; H200, 2026-11-29).
@@ -233,6 +234,16 @@ __global__ void __launch_bounds__(fused_threads(SPLIT, TC), SPLIT ? 1 : 2)
      * crowd the shared memory; not measured further). */
     constexpr int LAYOUT = TC && K == 4 ? LOAD_BST : LOAD_BTS;
     using G = TileGeom<TA, K, LAYOUT>;
+    /* 64-token slabs with a sweep warp of their own: lanes 2i and 2i + 1 of a
+     * compute warp take token group i of the warp's two frame groups (6
+     * shared wavefronts a row and warp instead of 10, bench/lab/lds128_lab.cu),
+     * and the sweep loads its cells a group ahead (kSweepExchangeAhead), so
+     * that the denser loads do not slow it: B=32 T=150 S=800 float32 3.5%
+     * faster a call, TF32 the same (H100, session 33). 128-token slabs keep a
+     * half-warp a frame group and the plain exchange: with both the float32
+     * calls were 2-3% slower (their tile is the products'); the 64-token
+     * form without a sweep warp of its own was not timed with them. */
+    constexpr bool PAIRS = SPLIT && K == 2;
     extern __shared__ __align__(16) unsigned char fg_sm[];
     __shared__ unsigned s_ticket;
     __shared__ int s_bad; /* a band cell of the slab is NaN or +inf */
@@ -418,9 +429,9 @@ __global__ void __launch_bounds__(fused_threads(SPLIT, TC), SPLIT ? 1 : 2)
 #pragma unroll
         for (int k = 0; k < K; k++) ballots[k] = 0u;
         TA top = neg_inf<TA>();
-        sweep_chunk_at<TA, K, LAYOUT, false, kSweepExchange>(tile, lane, nf, base, j0, width,
-                                                              boundary, q, guard, ballots, top,
-                                                              {}, xchg);
+        constexpr int XCHG = PAIRS ? kSweepExchangeAhead : kSweepExchange;
+        sweep_chunk_at<TA, K, LAYOUT, false, XCHG>(tile, lane, nf, base, j0, width, boundary, q,
+                                                   guard, ballots, top, {}, xchg);
         store_decisions<K>(item_bits, a.S, first_group, live_groups, j0, lane, nf, ballots);
         if (ring.out) ring.put(j0, nf, lane, top);
     };
@@ -429,7 +440,9 @@ __global__ void __launch_bounds__(fused_threads(SPLIT, TC), SPLIT ? 1 : 2)
      * split_compute_warp; none where cw < 0) holds frames tf*4 + i and
      * tokens run_token(tg, j) of the tile */
     const int cw = SPLIT ? split_compute_warp(warp, TC) : warp;
-    const int ct = 32 * cw + lane, tf = ct >> 4, tg = ct & 15;
+    const int ct = 32 * cw + lane;
+    const int tf = PAIRS ? (ct >> 5) * 2 + (ct & 1) : ct >> 4;
+    const int tg = PAIRS ? (ct >> 1) & 15 : ct & 15;
     auto acc_start = [&](TA (&acc)[4][CT]) {
         TA kv[CT];
         load_runs(k_s + tg * 4, kv);

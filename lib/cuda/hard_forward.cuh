@@ -272,6 +272,15 @@ __device__ __forceinline__ void load_frame_row(const unsigned char *row, int lan
  *   T=150, B=32 T=512, B=16 T=1024 (TF32 0.076 / 0.290 / 0.532 to 0.071 /
  *   0.265 / 0.486; H200, one machine, bench/results/fused-gpu-h100.md). */
 constexpr int kSweepShuffles = 0, kSweepExchange = 1;
+/*   Exchange ahead (kSweepExchangeAhead): the exchange, with the cells and
+ *   boundaries of the next 16-byte group loaded a group ahead, so that the
+ *   chain waits on the shared pipe (busy with the compute warps' loads) only
+ *   for its shuffle. The fused forward's 64-token slabs with a sweep warp of
+ *   their own take it: with that kernel's lane-pair products grid, B=32
+ *   T=150 S=800 float32 0.1021 -> 0.0986 ms a call; 128-token slabs were 2%
+ *   slower with it (more registers live across the chain; H100, session
+ *   33, bench/results/fused-gpu-h100.md). */
+constexpr int kSweepExchangeAhead = 2;
 /* The exchange's shared memory for scores of es bytes: 32 boundaries, 32
  * tops, 32 frames' words of up to 4 tokens a lane */
 __host__ __device__ constexpr int sweep_exchange_bytes(int es) { return 64 * es + 32 * 4 * 4; }
@@ -282,9 +291,10 @@ __host__ __device__ constexpr int sweep_exchange_bytes(int es) { return 64 * es 
  * chunk crosses an edge of the band; lead = (lane's first token) - (chunk's
  * first frame), clamped. Cells below the band (token > frame) count as -inf
  * and cells outside it are not checked for NaN/+inf (they were not loaded).
- * XCHG (kSweepExchange): xchg is the warp's sweep_exchange_bytes(sizeof
- * the score) of shared memory, 16-byte aligned; guard is not touched; top
- * and ballots are set on every lane (lanes >= nf hold stale values). */
+ * XCHG (kSweepExchange, kSweepExchangeAhead): xchg is the warp's
+ * sweep_exchange_bytes(sizeof the score) of shared memory, 16-byte aligned;
+ * guard is not touched; top and ballots are set on every lane (lanes >= nf
+ * hold stale values). */
 template <typename TV, int K, int MODE, bool FULL, bool MASKED, bool CHAIN,
           int XCHG = kSweepShuffles>
 __device__ __forceinline__ void sweep_chunk(const unsigned char *tile, int lane, int nf,
@@ -297,7 +307,7 @@ __device__ __forceinline__ void sweep_chunk(const unsigned char *tile, int lane,
                                             typename AccOf<TV>::type *xchg = nullptr) {
     using TA = typename AccOf<TV>::type;
     using G = TileGeom<TV, K, MODE>;
-    constexpr bool EX = XCHG == kSweepExchange;
+    constexpr bool EX = XCHG == kSweepExchange || XCHG == kSweepExchangeAhead;
     static_assert(!EX || K == 2 || K == 4, "the exchange stores a frame's K words at once");
     constexpr int EPL = 16 / (int)sizeof(TA); /* boundaries a 16-byte load */
     TA *const edges = xchg, *const tops = xchg + 32;
@@ -309,17 +319,32 @@ __device__ __forceinline__ void sweep_chunk(const unsigned char *tile, int lane,
         __syncwarp();
     }
     int4 raw[K], edge_raw;
+    auto load_group = [&](int g, int4(&dst)[K]) { /* frames g EPC .. g EPC + EPC - 1 */
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+            int r = K * lane + k;
+            dst[k] = *(const int4 *)(tile + r * G::ROW_BYTES + ((g ^ swizzle<G>(r, K)) << 4));
+        }
+    };
+    constexpr bool AHEAD = XCHG == kSweepExchangeAhead && G::TOKEN_ROWS;
+    int4 nxt[K], edge_nxt;
+    if constexpr (AHEAD) {
+        load_group(0, nxt);
+        edge_nxt = *(const int4 *)edges;
+    }
 #pragma unroll
     for (int f = 0; f < kChunk; ++f) {
         if (!FULL && f >= nf) break;
         TA v[K];
         if constexpr (G::TOKEN_ROWS) {
             if (f % G::EPC == 0) {
+                if constexpr (AHEAD) {
 #pragma unroll
-                for (int k = 0; k < K; ++k) {
-                    int r = K * lane + k;
-                    raw[k] = *(const int4 *)(tile + r * G::ROW_BYTES +
-                                             (((f / G::EPC) ^ swizzle<G>(r, K)) << 4));
+                    for (int k = 0; k < K; ++k) raw[k] = nxt[k];
+                    if (f + G::EPC < kChunk && (FULL || f + G::EPC < nf))
+                        load_group(f / G::EPC + 1, nxt);
+                } else {
+                    load_group(f / G::EPC, raw);
                 }
             }
 #pragma unroll
@@ -330,7 +355,14 @@ __device__ __forceinline__ void sweep_chunk(const unsigned char *tile, int lane,
         const bool mine = !EX && lane == f; /* the shuffle form's: frame f is lane f's */
         TA below;
         if constexpr (EX) {
-            if (f % EPL == 0) edge_raw = *(const int4 *)(edges + f);
+            if (f % EPL == 0) {
+                if constexpr (AHEAD) {
+                    edge_raw = edge_nxt;
+                    if (f + EPL < kChunk) edge_nxt = *(const int4 *)(edges + f + EPL);
+                } else {
+                    edge_raw = *(const int4 *)(edges + f);
+                }
+            }
             const TA edge = ((const TA *)&edge_raw)[f % EPL];
             below = __shfl_sync(kFullMask, last_lane ? edge : q[K - 1], from);
         } else {
