@@ -39,10 +39,10 @@
  *      and warp 0 sweeps them in the exchange form (kSweepExchange, or
  *      kSweepExchangeAhead where PAIRS, below; hard_forward.cuh): the
  *      threads that store the cells check the band's for NaN/+inf (the
- *      sweep's guard, now off its instruction stream) and
- *      the sweep trades scores and decision words through shared memory
- *      with one shuffle a frame (0.109 -> 0.103 ms a call at B=32 T=150
- *      S=800, 0.422 -> 0.381 at B=32 T=512 S=2048; H200, 2026-11-29).
+ *      sweep's guard, now off its instruction stream) and the sweep trades
+ *      scores and decision words through shared memory with one shuffle a
+ *      frame (0.109 -> 0.103 ms a call at B=32 T=150 S=800, 0.422 -> 0.381
+ *      at B=32 T=512 S=2048; H200, 2026-11-29).
  * Three forms (the host picks, fused.cu):
  *   - K = 2, two blocks a multiprocessor: all 8 warps compute, then warp 0
  *     sweeps while the others fill the next e and wait at the next tile's
@@ -241,8 +241,9 @@ __global__ void __launch_bounds__(fused_threads(SPLIT, TC), SPLIT ? 1 : 2)
      * that the denser loads do not slow it: B=32 T=150 S=800 float32 3.5%
      * faster a call, TF32 the same (H100, session 33). 128-token slabs keep a
      * half-warp a frame group and the plain exchange: with both the float32
-     * calls were 2-3% slower (their tile is the products'); the 64-token
-     * form without a sweep warp of its own was not timed with them. */
+     * calls were 2-3% slower (their tile is the products', and the sweep
+     * ahead holds more registers); the 64-token form without a sweep warp of
+     * its own was not timed with them. */
     constexpr bool PAIRS = SPLIT && K == 2;
     extern __shared__ __align__(16) unsigned char fg_sm[];
     __shared__ unsigned s_ticket;

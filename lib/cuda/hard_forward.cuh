@@ -275,11 +275,8 @@ constexpr int kSweepShuffles = 0, kSweepExchange = 1;
 /*   Exchange ahead (kSweepExchangeAhead): the exchange, with the cells and
  *   boundaries of the next 16-byte group loaded a group ahead, so that the
  *   chain waits on the shared pipe (busy with the compute warps' loads) only
- *   for its shuffle. The fused forward's 64-token slabs with a sweep warp of
- *   their own take it: with that kernel's lane-pair products grid, B=32
- *   T=150 S=800 float32 0.1021 -> 0.0986 ms a call; 128-token slabs were 2%
- *   slower with it (more registers live across the chain; H100, session
- *   33, bench/results/fused-gpu-h100.md). */
+ *   for its shuffle. Which slabs take it, and what it measured:
+ *   fused_forward.cuh's PAIRS. */
 constexpr int kSweepExchangeAhead = 2;
 /* The exchange's shared memory for scores of es bytes: 32 boundaries, 32
  * tops, 32 frames' words of up to 4 tokens a lane */
@@ -307,7 +304,7 @@ __device__ __forceinline__ void sweep_chunk(const unsigned char *tile, int lane,
                                             typename AccOf<TV>::type *xchg = nullptr) {
     using TA = typename AccOf<TV>::type;
     using G = TileGeom<TV, K, MODE>;
-    constexpr bool EX = XCHG == kSweepExchange || XCHG == kSweepExchangeAhead;
+    constexpr bool EX = XCHG != kSweepShuffles;
     static_assert(!EX || K == 2 || K == 4, "the exchange stores a frame's K words at once");
     constexpr int EPL = 16 / (int)sizeof(TA); /* boundaries a 16-byte load */
     TA *const edges = xchg, *const tops = xchg + 32;
