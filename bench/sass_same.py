@@ -8,7 +8,10 @@ measured earlier stand for them without another device call.
 A and B are objects, cubins or libraries; a library holds one cubin per
 source file and the same kernel name in several, so give cubins (`cuobjdump
 -xelf all libmas.so` writes them) or objects (lib/cuda/<name>.cu.o of a CMake
-build). CUOBJDUMP names the tool when it is not on PATH. Prints the kernels
+build). CUOBJDUMP names the tool when it is not on PATH. --rename PATTERN
+REPLACEMENT (a Python regex, before the other arguments) rewrites B's names
+first: a template parameter added with a default (session 34's HELP) puts
+`Lb0E` in every old instance's name. Prints the kernels
 whose SASS differs and a count; exits 1 when any differs or is missing."""
 import hashlib
 import os
@@ -39,10 +42,16 @@ def functions(path):
 
 
 def main():
-    if len(sys.argv) < 3:
+    args = sys.argv[1:]
+    rename = None
+    if args[:1] == ["--rename"] and len(args) >= 3:
+        rename, args = (args[1], args[2]), args[3:]
+    if len(args) < 2:
         sys.exit(__doc__)
-    a, b = functions(sys.argv[1]), functions(sys.argv[2])
-    want = sys.argv[3] if len(sys.argv) > 3 else ""
+    a, b = functions(args[0]), functions(args[1])
+    if rename:
+        b = {re.sub(rename[0], rename[1], k): v for k, v in b.items()}
+    want = args[2] if len(args) > 2 else ""
     names = sorted(k for k in set(a) | set(b) if want in k)
     same = [k for k in names if a.get(k) is not None and a.get(k) == b.get(k)]
     for k in names:

@@ -14,8 +14,10 @@ A_PROD, W_SWEEP = 18.0, 9.0   # alone (guesses)
 BAR, RING, HAND, SWAP = 0.8, 1.0, 1.0, 1.5
 
 
-def run(C, n, jobs):
-    """jobs: helper h -> [(j, t), ...] (abs-tile order). End of the last sweep."""
+def run(C, n, jobs, spt=2):
+    """jobs: helper h -> [(j, t), ...] (abs-tile order); spt: tiles between
+    two slabs' first frames (2 for 128-token slabs, 1 for 64: session 34's
+    T=150 loss came from the model's fixed 2). End of the last sweep."""
     helped = {(j, t) for js in jobs.values() for (j, t) in js}
     sweep_end, ready, comp_ready = {}, {}, {}
     it_end = {j: 0.0 for j in range(C)}
@@ -23,10 +25,10 @@ def run(C, n, jobs):
     pending = {h: list(js) for h, js in jobs.items()}
 
     def jobs_upto(h, F):
-        while pending.get(h) and 2 * pending[h][0][0] + pending[h][0][1] <= F:
+        while pending.get(h) and spt * pending[h][0][0] + pending[h][0][1] <= F:
             j, t = pending[h][0]
             start = free[h]
-            if 2 * j + t > 2 * h + n - 1:  # a back job: after h's own end
+            if spt * j + t > spt * h + n - 1:  # a back job: after h's own end
                 if (h, n - 1) not in sweep_end:
                     return
                 start = max(start, sweep_end[(h, n - 1)])
@@ -34,7 +36,7 @@ def run(C, n, jobs):
             done = max(start + SWAP + A_PROD, sweep_end.get((j, t - 2), 0.0) if t >= 2 else 0.0)
             ready[(j, t)] = free[h] = done + HAND
 
-    for F, j, t in sorted((2 * j + t, j, t) for j in range(C) for t in range(n)):
+    for F, j, t in sorted((spt * j + t, j, t) for j in range(C) for t in range(n)):
         for h in range(C):
             jobs_upto(h, F)
         if t == 0:
@@ -42,7 +44,7 @@ def run(C, n, jobs):
             comp_ready[(j, 0)] = start + A_PROD
             it_end[j] = comp_ready[(j, 0)] + BAR
         cells = ready[(j, t)] if (j, t) in helped else comp_ready[(j, t)]
-        ring = sweep_end[(j - 1, t + 2)] + RING if j > 0 and t + 2 < n else 0.0
+        ring = sweep_end[(j - 1, t + spt)] + RING if j > 0 and t + spt < n else 0.0
         start = it_end[j]
         comp_next = t + 1 < n and (j, t + 1) not in helped
         s1 = max(start, cells, ring) + (P_SWEEP if comp_next else W_SWEEP)
@@ -54,7 +56,7 @@ def run(C, n, jobs):
     return sweep_end[(C - 1, n - 1)]
 
 
-def rule(C, n, front, back):
+def rule(C, n, front, back, spt=2):
     """the patch's helper_of at full lengths: slab j + 1 makes tiles 1..front
     of slab j, slab j - 1 the last `back` tiles of slab j"""
     js = {h: [] for h in range(C)}
@@ -63,7 +65,7 @@ def rule(C, n, front, back):
     for h in range(C - 1):
         js[h] += [(h + 1, t) for t in range(n - back, n)]
     for h in js:
-        js[h].sort(key=lambda jt: 2 * jt[0] + jt[1])
+        js[h].sort(key=lambda jt: spt * jt[0] + jt[1])
     return js
 
 
