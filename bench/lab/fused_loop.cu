@@ -10,7 +10,8 @@
  * Build: nvcc -std=c++17 -O2 -arch=sm_90 -Iinclude -Itests/c -Itests/cuda
  *        -Ibench/lab bench/lab/fused_loop.cu <build>/libmas.a -lm -lpthread
  * Run:   fused_loop [N] (default 40): B=32 T=150 S=800, B=32 T=512 S=2048,
- *        B=16 T=1024 S=4096. */
+ *        B=16 T=1024 S=4096 (D=80); MAS_LOOP_SHAPES="B T S D;..." for others
+ *        (session 35: T=150 at smaller D, the period against the products). */
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -32,9 +33,20 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n) {
 
 int main(int argc, char **argv) {
     const int n = argc > 1 ? atoi(argv[1]) : 40;
-    const int64_t shapes[][3] = {{32, 150, 800}, {32, 512, 2048}, {16, 1024, 4096}};
+    std::vector<std::vector<long long>> shapes = {
+        {32, 150, 800, 80}, {32, 512, 2048, 80}, {16, 1024, 4096, 80}};
+    if (const char *e = getenv("MAS_LOOP_SHAPES")) {
+        shapes.clear();
+        long long b, t, s, d;
+        int used = 0;
+        while (sscanf(e, " %lld %lld %lld %lld ;%n", &b, &t, &s, &d, &used) == 4 && used > 0) {
+            shapes.push_back({b, t, s, d});
+            e += used;
+            used = 0;
+        }
+    }
     for (const auto &sh : shapes) {
-        const GlowInputs in(sh[0], sh[1], sh[2], 80);
+        const GlowInputs in(sh[0], sh[1], sh[2], sh[3]);
         const mas_hard_outputs o = in.outputs();
         for (int32_t precision : {MAS_PRECISION_DEFAULT, MAS_PRECISION_TF32}) {
             const mas_gauss_align_args a = in.args(precision);
@@ -59,8 +71,8 @@ int main(int argc, char **argv) {
             h = fnv(h, dur.data(), dur.size() * 4);
             h = fnv(h, idx.data(), idx.size() * 4);
             h = fnv(h, score.data(), score.size() * 4);
-            printf("| B=%lld T=%lld S=%lld | %s | %.4f | %010llx | %s |\n", (long long)in.B,
-                   (long long)in.T, (long long)in.S,
+            printf("| B=%lld T=%lld S=%lld D=%lld | %s | %.4f | %010llx | %s |\n", (long long)in.B,
+                   (long long)in.T, (long long)in.S, sh[3],
                    precision == MAS_PRECISION_TF32 ? "tf32" : "float32", ms,
                    (unsigned long long)(h & 0xffffffffffull),
                    err == ~0ull ? "no error" : "ERROR WORD SET");
