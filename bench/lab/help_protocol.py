@@ -5,7 +5,9 @@ step waiting on its condition (a job on the helped slab's sweep of the tile
 two before; a sweep on its cells, on the slab before's sweep of its frames
 and on the ring's room, the consumer's released frames + 224); progress
 until done or stuck. Prints the stuck cases (none expected).
-    python3 bench/lab/help_protocol.py [SEED]"""
+    python3 bench/lab/help_protocol.py [SEED] [CSIZE]
+CSIZE 2: help only within pairs of slabs (2k, 2k + 1), the patch's
+MAS_FUSED_HELP_PAIRS=1 (session 35); default: an item's slabs one cluster."""
 import random, sys
 
 FG, RING = 64, 256
@@ -19,8 +21,8 @@ def setup(T, S, X, Y, TOK, front, back):
     def helper_of(j, t):
         if t < 1 or t >= tiles_of(j): return -1
         bj = j * TOK
-        if t <= front and tiles_of(j + 1) > 0: return j + 1
-        if j >= 1 and t >= tiles_of(j) - back and f_last_of(bj - TOK) <= bj + t * FG + 192: return j - 1
+        if t <= front and tiles_of(j + 1) > 0 and (j + 1) % CSIZE != 0: return j + 1
+        if j >= 1 and j % CSIZE != 0 and t >= tiles_of(j) - back and f_last_of(bj - TOK) <= bj + t * FG + 192: return j - 1
         return -1
     return f_last_of, tiles_of, helper_of
 
@@ -85,6 +87,7 @@ def run(T, S, X, Y, TOK, front, back):
             return False, {j: progs[j][pc[j]] if pc[j] < len(progs[j]) else 'done' for j in act}
 
 seed = int(sys.argv[1]) if len(sys.argv) > 1 else 1
+CSIZE = int(sys.argv[2]) if len(sys.argv) > 2 else 1 << 30
 rng = random.Random(seed)
 print("seed", seed)
 bad = 0
