@@ -39,10 +39,10 @@ int main(int argc, char **argv) {
         shapes.clear();
         long long b, t, s, d;
         int used = 0;
-        while (sscanf(e, " %lld %lld %lld %lld ;%n", &b, &t, &s, &d, &used) == 4 && used > 0) {
+        while (sscanf(e, " %lld %lld %lld %lld%n", &b, &t, &s, &d, &used) == 4) {
             shapes.push_back({b, t, s, d});
             e += used;
-            used = 0;
+            while (*e == ' ' || *e == ';') e++;
         }
     }
     for (const auto &sh : shapes) {
