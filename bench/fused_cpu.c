@@ -5,7 +5,9 @@
  * length, and the coefficients alone (a part of both). Checks that both
  * give the same indices and score bits before timing. Median of --repeat.
  *   fused_cpu [--B 8] [--T 256] [--S 1024] [--D 80] [--threads 1] [--repeat 9]
+ * Prints the cells' rates against the core's FMA peak, measured (fma_peak.h).
  * Build: gcc -O2 -Iinclude bench/fused_cpu.c build/rel/libmas.a -lm -lpthread */
+#include "fma_peak.h"
 #include "fused_cpu_common.h"
 #include "mas.h"
 
@@ -106,6 +108,20 @@ int main(int argc, char **argv) {
     printf("speed-up %.2fx; same indices and score bits: %s\n", mu_ / mf, same ? "yes" : "NO");
     printf("rate: %.1f GFLOP/s fused (2 flops x %lld coefficients a cell, every cell counted)\n",
            2.0 * (double)P * cells / (mf * 1e6), (long long)P);
+    /* the ceiling: the cells' rates against the FMA peak measured on this
+     * machine (fma_peak.h), the fused call's band cells over its whole time
+     * (its coefficients and sweep included, so a floor of its cells' rate) */
+    const double band = (double)B * (double)T * (double)(S >= T ? S - T + 1 : 0);
+    const double r_fused = 2.0 * (double)P * band / (mf * 1e6);
+    const double r_loglik = 2.0 * (double)P * cells / (median(tl, repeat) * 1e6);
+    const double peak = fma_peak_gflops() * threads;
+    printf("cells: fused %.1f GFLOP/s (the band's cells, over the whole call), loglik %.1f GFLOP/s",
+           r_fused, r_loglik);
+    if (peak > 0)
+        printf("; ceiling: the FMA peak measured here, %.1f GFLOP/s on %d core(s): %.0f%% / %.0f%%\n",
+               peak, threads, 100 * r_fused / peak, 100 * r_loglik / peak);
+    else
+        printf("; ceiling: not measured on this CPU (bench/fma_peak.h)\n");
     free(z); free(mu); free(ls); free(xl); free(yl); free(idx_f); free(idx_u);
     free(work_f); free(coef); free(ll); free(work_l); free(work_h);
     free(tf); free(tu); free(tc); free(tl); free(th);
