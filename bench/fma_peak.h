@@ -13,6 +13,7 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
+#include <string.h>
 
 static double fma_peak_now(void) {
     struct timespec t;
@@ -42,7 +43,6 @@ static double fma_peak_now(void) {
         *sink += out[0];                                                                        \
         return n * 12.0 * LANES * 2 / t / 1e9;                                                  \
     }
-#include <string.h>
 FMA_PEAK_RUN(fma_peak_512, "avx512f", __m512, _mm512_set1_ps, _mm512_fmadd_ps, 16)
 FMA_PEAK_RUN(fma_peak_256, "avx2,fma", __m256, _mm256_set1_ps, _mm256_fmadd_ps, 8)
 #undef FMA_PEAK_RUN

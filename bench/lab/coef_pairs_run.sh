@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Session 36's call: the cluster help in pairs of slabs (new: bench/lab/cluster_help.patch,
-# MAS_FUSED_HELP_PAIRS=1) and the coefficient kernel's shorter instruction stream (new2: the
-# working tree), both against main (old), all prebuilt here:
-#   KEEP=1 PATCHES=bench/lab/cluster_help.patch bash bench/lab/prebuilt_ab.sh HEAD  (tree clean)
-#   KEEP=1 PATCHES2=- bash bench/lab/prebuilt_ab.sh HEAD                          (tree changed)
+# MAS_FUSED_HELP_PAIRS=1) and the coefficient kernel's shorter instruction stream (new2:
+# bench/lab/coef_instructions.patch, which was the working tree when built), both against main
+# (old), all prebuilt here:
+#   KEEP=1 PATCHES=bench/lab/cluster_help.patch bash bench/lab/prebuilt_ab.sh HEAD
+#   KEEP=1 PATCHES2=bench/lab/coef_instructions.patch bash bench/lab/prebuilt_ab.sh HEAD
+# Measured once (session 36): results/fused-gpu-h100.md "Session 36", call 1.
 # Device: run(carry=["build-prebuilt", "bench/lab/coef_pairs_run.sh"],
 #             command="bash bench/lab/coef_pairs_run.sh")                 (~4 min)
 # A guard run of the pairs first (a wrong hand-over hangs: 30 s timeout), then three rounds
