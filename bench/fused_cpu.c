@@ -94,7 +94,7 @@ int main(int argc, char **argv) {
         th[r] = t4 - t3;
         tu[r] = t4 - t1;
     }
-    double mf = median(tf, repeat), mu_ = median(tu, repeat);
+    double mf = median(tf, repeat), mu_ = median(tu, repeat), ml = median(tl, repeat);
     double cells = (double)B * (double)T * (double)S;
     printf("fused Gaussian hard MAS, CPU, B=%lld T=%lld S=%lld D=%lld float32, %d thread(s), "
            "full lengths, median of %d\n", (long long)B, (long long)T, (long long)S,
@@ -103,7 +103,7 @@ int main(int argc, char **argv) {
     printf("| fused (mas_align_gaussian_cpu) | %.2f |\n", mf);
     printf("| unfused: coef + loglik + hard | %.2f |\n", mu_);
     printf("|   coef (mas_gauss_coef_cpu) | %.2f |\n", median(tc, repeat));
-    printf("|   loglik (mas_loglik_cpu) | %.2f |\n", median(tl, repeat));
+    printf("|   loglik (mas_loglik_cpu) | %.2f |\n", ml);
     printf("|   hard MAS (mas_hard_cpu) | %.2f |\n", median(th, repeat));
     printf("speed-up %.2fx; same indices and score bits: %s\n", mu_ / mf, same ? "yes" : "NO");
     printf("rate: %.1f GFLOP/s fused (2 flops x %lld coefficients a cell, every cell counted)\n",
@@ -113,7 +113,7 @@ int main(int argc, char **argv) {
      * (its coefficients and sweep included, so a floor of its cells' rate) */
     const double band = (double)B * (double)T * (double)(S >= T ? S - T + 1 : 0);
     const double r_fused = 2.0 * (double)P * band / (mf * 1e6);
-    const double r_loglik = 2.0 * (double)P * cells / (median(tl, repeat) * 1e6);
+    const double r_loglik = 2.0 * (double)P * cells / (ml * 1e6);
     const double peak = fma_peak_gflops() * threads;
     printf("cells: fused %.1f GFLOP/s (the band's cells, over the whole call), loglik %.1f GFLOP/s",
            r_fused, r_loglik);

@@ -7,11 +7,7 @@
 # (MAS_FUSED_HELP_VERBOSE), then three rounds of old and of new at five help settings, the
 # new side's test_fused_cuda full set, memcheck and racecheck (first hazards) with "3 3".
 # Output: $OUT/ab.log, $OUT/tests.log.
-set -u
-cd "$(dirname "$0")/../../build-prebuilt"
-export PATH="$PATH:/usr/local/cuda/bin" LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-t0=$SECONDS L=$OUT/tests.log A=$OUT/ab.log
-nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader | tee "$L" >"$A"
+. "$(dirname "$0")/lab_run_common.sh" # build-prebuilt/, t0, $L, $A, ab_rounds
 echo "=== guard: new (3 3) once" >>"$A"
 MAS_FUSED_HELP="3 3" timeout 30 ./new/loop 5 >>"$A" 2>&1; rc=$?
 echo "guard rc=$rc $((SECONDS - t0)) s" >>"$L"

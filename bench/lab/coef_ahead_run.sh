@@ -6,14 +6,8 @@
 #             command="bash bench/lab/coef_ahead_run.sh")                 (~2 min)
 # Three rounds of old / new2, the likelihood rows, ncu of the coefficient kernels, the tests.
 # Output: $OUT/ab.log, $OUT/tests.log, $OUT/coef_ncu.log.
-set -u
-cd "$(dirname "$0")/../../build-prebuilt"
-export PATH="$PATH:/usr/local/cuda/bin" LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-t0=$SECONDS L=$OUT/tests.log A=$OUT/ab.log
-nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader | tee "$L" >"$A"
-for k in 1 2 3; do for v in old new2; do
-  echo "=== $v, round $k" >>"$A"; timeout 60 "./$v/loop" 40 >>"$A" 2>&1
-done; done
+. "$(dirname "$0")/lab_run_common.sh" # build-prebuilt/, t0, $L, $A, ab_rounds
+ab_rounds 3 old new2
 for k in 1 2; do for v in old new2; do
   echo "=== likelihood, $v, round $k" >>"$A"
   timeout 60 "./$v/bench_lik" --quick 2>&1 | grep -E "^\|" >>"$A"

@@ -12,12 +12,8 @@
 # of old, new at four help settings and new2; the likelihood rows of old and new2; the tests;
 # the coefficient kernels' time and instructions under ncu; the sanitizers.
 # Output: $OUT/ab.log, $OUT/tests.log, $OUT/coef_ncu.log.
-set -u
-cd "$(dirname "$0")/../../build-prebuilt"
-export PATH="$PATH:/usr/local/cuda/bin" LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+. "$(dirname "$0")/lab_run_common.sh" # build-prebuilt/, t0, $L, $A, ab_rounds
 export MAS_FUSED_HELP_PAIRS=1
-t0=$SECONDS L=$OUT/tests.log A=$OUT/ab.log
-nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader | tee "$L" >"$A"
 echo "=== guard: new pairs (3 3) once" >>"$A"
 MAS_FUSED_HELP="3 3" timeout 30 ./new/loop 5 >>"$A" 2>&1; guard=$?
 echo "guard rc=$guard $((SECONDS - t0)) s" >>"$L"

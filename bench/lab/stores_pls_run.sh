@@ -9,14 +9,10 @@
 # fused_loop built with MAS_LOOP_SHAPES: the old side's of that call was not), then the help
 # lab's host choice, one round of it and its first racecheck hazards.
 # Output: $OUT/ab.log, tests.log, dsweep.log, help.log.
-set -u
-cd "$(dirname "$0")/../../build-prebuilt"
-export PATH="$PATH:/usr/local/cuda/bin" LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-t0=$SECONDS L=$OUT/tests.log A=$OUT/ab.log D=$OUT/dsweep.log H=$OUT/help.log
-nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader | tee "$L" "$D" >"$A"
-for k in 1 2 3; do for v in old stores pls; do
-  echo "=== $v, round $k" >>"$A"; timeout 60 "./$v/loop" 40 >>"$A" 2>&1
-done; done
+. "$(dirname "$0")/lab_run_common.sh" # build-prebuilt/, t0, $L, $A, ab_rounds
+D=$OUT/dsweep.log H=$OUT/help.log
+head -1 "$L" >"$D"
+ab_rounds 3 old stores pls
 echo "ab: $((SECONDS - t0)) s" >>"$L"
 echo "stores/test_fused_cuda (full)" >>"$L"; timeout 150 ./stores/test_fused_cuda 2>&1 | tail -2 >>"$L"
 echo "pls/test_fused_cuda --small" >>"$L"; timeout 100 ./pls/test_fused_cuda --small 2>&1 | tail -2 >>"$L"
