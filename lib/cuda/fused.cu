@@ -7,6 +7,8 @@
  * launches (dependent_launch.cuh). No synchronisation and no allocation.
  * The forward-sum is in fused_forward_sum.cu. */
 #include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include "common/checks.h"
 #include "cpu/parallel.h" /* mas_shape_too_big */
@@ -172,6 +174,18 @@ mas_status launch_fused(FusedArgs fa, int64_t B, const DeviceInfo &dev, cudaStre
     return launch_fused_as<TX, TA, 2, false, TC>(fa, B, per_launch, smem, dev, s);
 }
 
+/* How many of their last tiles the later slabs make ahead (AheadPolicy,
+ * fused_forward.cuh). MAS_FUSED_AHEAD="lag16 base16 cost16" replaces it
+ * (lab A/B; "0 0 0": none). */
+AheadPolicy ahead_policy() {
+    AheadPolicy p{36, 21, 17};
+    if (const char *e = getenv("MAS_FUSED_AHEAD")) {
+        AheadPolicy q;
+        if (sscanf(e, "%d %d %d", &q.lag16, &q.base16, &q.cost16) == 3) p = q;
+    }
+    return p;
+}
+
 } // namespace
 
 extern "C" size_t mas_align_gaussian_cuda_workspace_size(const mas_gauss_align_args *args) {
@@ -239,6 +253,7 @@ extern "C" mas_status mas_align_gaussian_cuda(const mas_gauss_align_args *args,
     fa.item0 = 0;
     fa.ticket0 = 0;
     fa.early_dependents = backtrack_block_fits(H.groups, S, dev.smem_optin, dev.cc_major);
+    fa.ahead = ahead_policy();
     /* In a loop of calls the next call's coefficient kernel is placed once
      * this forward's work is done and makes its first pass during this
      * backtrack's last walks, storing after their end (early_next, and the

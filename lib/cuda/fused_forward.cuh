@@ -104,6 +104,59 @@ __host__ __device__ inline int split_compute_warp(int w, bool solo) {
  * behind and releases its progress every tile. */
 constexpr int kFgRingFrames = 256;
 
+/* The last tiles of a later slab made ahead (AHEAD in fused_forward). A
+ * slab of an item starts its sweep ~2.25 tile periods after the slab before
+ * (128-token slabs: its band starts two tiles later), and ends past the
+ * slab before's band by as many tiles, which it makes at one
+ * multiprocessor's product pace: the item's last slab ends ~7 periods
+ * after the first (B=32 T=512 S=2048). Made while the slab waits for its
+ * first boundary and parked in global memory, its last D tiles leave it
+ * only the sweep to do at the end, where nothing else of the item runs.
+ * The parking place is the item's coefficient rows that the slabs have
+ * copied to shared memory, so the workspace grows by nothing: pool slot g
+ * is slab L = g / sps's columns [L tok, L tok + tok) of rows 64 (g % sps)
+ * .. + 63 (a tile's two chunk tiles, 64 rows of tok floats; sps = (2J + 1)
+ * / 64 slots a slab), for slabs whose columns lie inside the rows
+ * ((L + 1) tok <= T) and that exist (L tok < x_len). A slab takes slots of
+ * slabs up to itself only, after their copies landed (flag 2 of their
+ * line): it waits only on blocks that started before it.
+ * The plan (ahead_plan): slab j makes (lag16 j - base16) / cost16 tiles
+ * ahead (in 16ths of a tile period: its wait, ~2.25 periods a slab before
+ * it, less what it does before its ahead tiles, over an ahead tile's
+ * cost), no more than its tiles less two; the slots go to the last slab
+ * first, then down. lag16 = 0: nothing ahead. */
+struct AheadPolicy {
+    int lag16, base16, cost16;
+};
+
+/* Slab j's tiles made ahead (*tiles) and its first pool slot (*slot0) for
+ * an item of x_len X and y_len Y: tok tokens a slab, sps slots a lending
+ * slab. Host and device (one thread a block) compute the same. */
+__host__ __device__ inline void ahead_plan(int64_t X, int64_t Y, int64_t T, int tok, int sps,
+                                           const AheadPolicy &p, int j, int *tiles, int *slot0) {
+    *tiles = 0;
+    *slot0 = 0;
+    if (p.lag16 <= 0 || p.cost16 <= 0 || sps <= 0) return;
+    const int64_t n = (X + tok - 1) / tok, lenders = n < T / tok ? n : T / tok;
+    int64_t top = lenders * sps; /* slots below top are free */
+    for (int64_t i = n - 1; i >= j && i > 0; i--) {
+        const int64_t base = i * tok, last = base + tok - 1 < X - 1 ? base + tok - 1 : X - 1;
+        const int64_t f_last = last + (Y - X) < Y - 1 ? last + (Y - X) : Y - 1;
+        const int64_t nt = (f_last - base / 32 * 32) / 64 + 1; /* the slab's tiles */
+        int64_t d = ((int64_t)p.lag16 * i - p.base16) / p.cost16;
+        d = d < nt - 2 ? d : nt - 2;
+        const int64_t own = (i + 1 < lenders ? i + 1 : lenders) * sps; /* slots of slabs <= i */
+        const int64_t hi = top < own ? top : own;
+        d = d < hi ? d : hi;
+        if (d < 0) d = 0;
+        if (i == j) {
+            *tiles = (int)d;
+            *slot0 = (int)(hi - d);
+        }
+        top = hi - d;
+    }
+}
+
 struct FusedArgs {
     const void *x;
     int64_t xs0, xs1, xs2; /* strides of x [B, S, J]: item, frame, dimension */
@@ -129,6 +182,7 @@ struct FusedArgs {
     int vec;   /* stage, and float frames that stage_x16_ok: the copies are 16
                 * bytes, the squares four frames a step */
     int early_dependents; /* let the backtrack's blocks be placed at the start */
+    AheadPolicy ahead;    /* the last tiles made ahead (lag16 0: none) */
 };
 
 /* The coefficients' row stride for T tokens: T rounded up to 4, so that
@@ -245,9 +299,15 @@ __global__ void __launch_bounds__(fused_threads(SPLIT, TC), SPLIT ? 1 : 2)
      * ahead holds more registers); the 64-token form without a sweep warp of
      * its own was not timed with them. */
     constexpr bool PAIRS = SPLIT && K == 2;
+    /* The last tiles made ahead (AheadPolicy, above): 128-token slabs with
+     * the cells on CUDA cores in float (the 64-token form's slabs start a
+     * tile apart, where the wait leaves no room for a tile ahead: B=32
+     * T=150 S=800 got none and was 1% slower for the code) */
+    constexpr bool AHEAD = SPLIT && !TC && K == 4 && std::is_same<TA, float>::value;
     extern __shared__ __align__(16) unsigned char fg_sm[];
     __shared__ unsigned s_ticket;
     __shared__ int s_bad; /* a band cell of the slab is NaN or +inf */
+    __shared__ int s_ahead, s_slot0; /* AHEAD: tiles made ahead, first pool slot */
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     TA *k_s = (TA *)fg_sm;        /* [32 K] */
     TA *c_s = k_s + TOK;          /* [rows][LDC] */
@@ -330,6 +390,17 @@ __global__ void __launch_bounds__(fused_threads(SPLIT, TC), SPLIT ? 1 : 2)
             }
         }
     };
+
+    /* AHEAD: the plan, while the copies are on their way */
+    constexpr int kSlotRows = 64; /* a pool slot: a tile's cells, 64 rows of TOK floats */
+    const int sps = (1 + J2) / kSlotRows;
+    const bool ahead_on = AHEAD && a.ahead.lag16 > 0 && a.cs0 != 0 && sps > 0;
+    if (AHEAD && tid == 0) {
+        int tiles = 0, slot0 = 0;
+        if (ahead_on) ahead_plan(X, Y, a.T, TOK, sps, a.ahead, slab, &tiles, &slot0);
+        s_ahead = tiles;
+        s_slot0 = slot0;
+    }
 
     /* SPLIT with 16-byte staging: the first tile's x comes by cp.async too,
      * next to the coefficients */
@@ -498,6 +569,40 @@ __global__ void __launch_bounds__(fused_threads(SPLIT, TC), SPLIT ? 1 : 2)
                                 return in_band(f0 + tf * 4 + i, run_token(tg, j));
                             }));
     };
+    /* AHEAD: a compute thread's cells of token run_token(tg, j) are one
+     * 16-byte piece of the chunk tiles (frames tf*4 .. +3) at piece_at(j);
+     * in pool slot g it is at the same byte of the slot, a slot's byte o at
+     * row 64 (g % sps) + o / (4 TOK) of slab g / sps's columns. A thread
+     * parks and copies back the pieces it made itself. */
+    auto piece_at = [&](int j) {
+        const int f = tf * 4;
+        return (f / kChunk) * G::BYTES + token_row_offset<TA, K, LOAD_BTS>(run_token(tg, j), f % kChunk);
+    };
+    auto park_at = [&](int g, int o) {
+        constexpr int PB = TOK * 4; /* bytes of a row's piece */
+        const int lender = g / sps;
+        const int row = (g - lender * sps) * kSlotRows + o / PB;
+        return (float *)a.coef + b * a.cs0 + (int64_t)row * a.cs1 + (int64_t)lender * TOK + (o % PB) / 4;
+    };
+    /* the tile in chunk tiles tl to slot g, and back */
+    auto park_tile = [&](const unsigned char *tl, int g) {
+#pragma unroll
+        for (int j = 0; j < CT; j++) {
+            const int o = piece_at(j);
+            const float4 v = *(const float4 *)(tl + o);
+            const float w[4] = {v.x, v.y, v.z, v.w};
+            store_vec(park_at(g, o), w);
+        }
+        __threadfence_block(); /* before this thread's copy back by cp.async */
+    };
+    auto copy_back = [&](int g, unsigned char *tl) {
+#pragma unroll
+        for (int j = 0; j < CT; j++) {
+            const int o = piece_at(j);
+            uni_copy16((float *)(tl + o), park_at(g, o), 16);
+        }
+        async_commit();
+    };
     /* TC: warp wc of the compute warps holds 16 tokens x 64 / FPW frames
      * (tc_cells.cuh), the slab's 16-token groups over the warps first */
     constexpr int TGW = TOK / 16, FPW = 8 / TGW, NI = kFgFrames / 8 / FPW;
@@ -546,6 +651,9 @@ __global__ void __launch_bounds__(fused_threads(SPLIT, TC), SPLIT ? 1 : 2)
         else
             fill_e_whole(f_begin, tid, NT);
         __syncthreads();
+        /* AHEAD: this slab's coefficient rows are free for the slabs after */
+        if (ahead_on && tid == 0)
+            store_release(a.flags + ((size_t)b * a.max_slabs + slab) * kFlagStride + 2, 1);
         /* warps 1..8: the first tile's cells, then e of the second. With
          * a.stage the next tile's x is on its way to shared memory (after
          * the four chunk tiles) by cp.async during the products, and only
@@ -594,14 +702,58 @@ __global__ void __launch_bounds__(fused_threads(SPLIT, TC), SPLIT ? 1 : 2)
         };
         if (cw >= 0) compute(f_begin, tiles);
         __syncthreads();
-        int t = 0;
+        if constexpr (!AHEAD) {
+            int t = 0;
 #pragma unroll 1
-        for (int64_t f0 = f_begin; f0 <= f_last; f0 += kFgFrames, t ^= 1) {
-            if (warp == 0)
-                sweep_tile(f0, tiles + t * 2 * G::BYTES);
-            else if (cw >= 0 && f0 + kFgFrames <= f_last)
-                compute(f0 + kFgFrames, tiles + (t ^ 1) * 2 * G::BYTES);
-            __syncthreads(); /* the tile swept, the next one's cells and e ready */
+            for (int64_t f0 = f_begin; f0 <= f_last; f0 += kFgFrames, t ^= 1) {
+                if (warp == 0)
+                    sweep_tile(f0, tiles + t * 2 * G::BYTES);
+                else if (cw >= 0 && f0 + kFgFrames <= f_last)
+                    compute(f0 + kFgFrames, tiles + (t ^ 1) * 2 * G::BYTES);
+                __syncthreads(); /* the tile swept, the next one's cells and e ready */
+            }
+        } else {
+            /* AHEAD: while the first tile waits for its boundary, the slab's last
+             * D tiles (n >= nt - D, frames f_begin + 64 n) are made in the next
+             * chunk tiles, parked in slots s_slot0 + n - (nt - D) and copied back
+             * when their turn comes; then e of tile 1 again. */
+            const int D = s_ahead;
+            const int64_t n_park = (f_last - f_begin) / kFgFrames + 1 - D; /* the first parked tile */
+            auto make_ahead = [&](unsigned char *tl) {
+                if (ct == 0) /* the lenders' copies of their rows have landed */
+                    for (int g = s_slot0; g < s_slot0 + D; g++)
+                        if (g / sps != slab)
+                            while (load_acquire(a.flags + ((size_t)b * a.max_slabs + g / sps) * kFlagStride +
+                                                2) == 0)
+                                backoff_sleep();
+                fill_e_whole(f_begin + n_park * kFgFrames, ct, kFgThreads);
+                asm volatile("bar.sync 1, %0;" ::"n"(kFgThreads) : "memory");
+#pragma unroll 1
+                for (int n = 0; n < D; n++) {
+                    compute(f_begin + (n_park + n) * kFgFrames, tl); /* then e of the next */
+                    park_tile(tl, s_slot0 + n);
+                    asm volatile("bar.sync 1, %0;" ::"n"(kFgThreads) : "memory");
+                }
+                fill_e_whole(f_begin + kFgFrames, ct, kFgThreads);
+                asm volatile("bar.sync 1, %0;" ::"n"(kFgThreads) : "memory");
+            };
+            int t = 0;
+#pragma unroll 1
+            for (int64_t f0 = f_begin, k = 0; f0 <= f_last; f0 += kFgFrames, t ^= 1, k++) {
+                unsigned char *next = tiles + (t ^ 1) * 2 * G::BYTES;
+                if (warp == 0) {
+                    sweep_tile(f0, tiles + t * 2 * G::BYTES);
+                } else if (cw >= 0 && f0 + kFgFrames <= f_last) {
+                    if (k == 0 && D > 0) make_ahead(next);
+                    if (k + 1 < n_park) {
+                        compute(f0 + kFgFrames, next);
+                    } else {
+                        copy_back(s_slot0 + (int)(k + 1 - n_park), next);
+                        async_wait<0>();
+                    }
+                }
+                __syncthreads(); /* the tile swept, the next one's cells and e ready */
+            }
         }
     } else {
         /* With one slice the next tile's e is filled by warps 1..7 while warp 0

@@ -27,6 +27,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -413,6 +414,57 @@ static void warp_placement() {
     }
 }
 
+/* The last tiles made ahead (fused_forward.cuh's AheadPolicy), without a
+ * device: every slab's share from ahead_plan, for random items and
+ * policies. A slab parks no more than its wait allows and never its first
+ * two tiles, in slots of lending slabs that exist, lie inside the rows and
+ * are not after it, no slot given twice. Then issue 11's rows by hand. */
+static void ahead_plans() {
+    using mas_cuda::AheadPolicy;
+    const AheadPolicy dflt{36, 21, 17};
+    const uint64_t seed = (uint64_t)time(nullptr); /* before test_start seeds the device cases */
+    printf("ahead plans: seed %llu\n", (unsigned long long)seed);
+    g_rng = seed * 2654435761u + 1;
+    for (int k = 0; k < 400; k++) {
+        const int tok = chance(0.5) ? 64 : 128, sps = (int)irand(0, 3);
+        const int64_t T = irand(1, 1200), X = irand(1, T), Y = X + irand(0, 3000);
+        const AheadPolicy p = k % 2 ? dflt
+                                    : AheadPolicy{(int)irand(0, 80), (int)irand(-20, 60), (int)irand(1, 30)};
+        snprintf(g_case, sizeof g_case, "ahead plan T=%lld X=%lld Y=%lld tok=%d sps=%d policy %d %d %d",
+                 (long long)T, (long long)X, (long long)Y, tok, sps, p.lag16, p.base16, p.cost16);
+        const int64_t n = (X + tok - 1) / tok, lenders = std::min(n, T / tok);
+        std::vector<int> owner((size_t)(lenders * sps), -1);
+        for (int64_t j = 0; j < n; j++) {
+            int tiles = -1, slot0 = -1;
+            mas_cuda::ahead_plan(X, Y, T, tok, sps, p, (int)j, &tiles, &slot0);
+            const int64_t base = j * tok, last = std::min(base + tok - 1, X - 1);
+            const int64_t f_last = std::min(Y - 1, last + (Y - X)), nt = (f_last - base / 32 * 32) / 64 + 1;
+            const int64_t want = p.lag16 > 0 ? ((int64_t)p.lag16 * j - p.base16) / p.cost16 : 0;
+            CHECK(tiles >= 0 && (tiles == 0 || (j > 0 && tiles <= nt - 2 && tiles <= want)),
+                  "slab %lld: %d tiles ahead of %lld (want %lld)", (long long)j, tiles, (long long)nt,
+                  (long long)want);
+            for (int g = slot0; tiles > 0 && g < slot0 + tiles; g++) {
+                const bool in = g >= 0 && g < lenders * sps;
+                CHECK(in && g / sps <= j, "slab %lld given slot %d (lenders %lld)", (long long)j, g,
+                      (long long)lenders);
+                if (!in) break;
+                CHECK(owner[(size_t)g] < 0, "slot %d given to slabs %d and %lld", g, owner[(size_t)g],
+                      (long long)j);
+                owner[(size_t)g] = (int)j;
+            }
+        }
+    }
+    /* B=32 T=512 S=2048 D=80 (128-token slabs, 2 slots a slab): slabs 2 and
+     * 3 make 3 and 5 tiles ahead, all 8 slots */
+    const int want512[4] = {0, 0, 3, 5};
+    for (int j = 0; j < 4; j++) {
+        int t512 = -1, s;
+        snprintf(g_case, sizeof g_case, "ahead plan of issue 11's row, slab %d", j);
+        mas_cuda::ahead_plan(512, 2048, 512, 128, 2, dflt, j, &t512, &s);
+        CHECK(t512 == want512[j], "T=512: %d tiles, expected %d", t512, want512[j]);
+    }
+}
+
 /* hard_finish's two backtracks (hard_mas.cu), as backtrack_block_fits
  * tells it (and fused.cu, which lets the backtrack's blocks be placed early
  * only before the block form): the block form's shared memory a block, by
@@ -483,6 +535,7 @@ int main(int argc, char **argv) {
     workspace_bounds();
     warp_placement();
     backtrack_forms();
+    ahead_plans();
     if (!test_start(argc, argv, &small)) return g_failures ? 1 : 0;
     host_checks();
     /* calls in a row: the 64-token form, 128-token slabs in TF32 (both
