@@ -2,8 +2,8 @@
 # Session 37's last call: B=8 T=4096 S=32768 (32 slabs of 128 tokens an item, two launches),
 # where the landed plan gives the last slab the whole pool (64 slots), old (main before it)
 # against new (the landed tree) at four policies, C level (fused_loop, MAS_LOOP_SHAPES).
-#   rm -rf build-prebuilt/old && KEEP=1 bash bench/lab/prebuilt_ab.sh HEAD~1   (old's loop
-#   must take MAS_LOOP_SHAPES)
+#   rm -rf build-prebuilt/old && KEEP=1 bash bench/lab/prebuilt_ab.sh eea714f   (main before
+#   session 37; its loop takes MAS_LOOP_SHAPES)
 # Device: run(carry=["build-prebuilt", "bench/lab/ahead_long_run.sh"],
 #             command="bash bench/lab/ahead_long_run.sh")                   (~3 min)
 . "$(dirname "$0")/lab_run_common.sh" # build-prebuilt/, t0, $L, $A, ab_rounds

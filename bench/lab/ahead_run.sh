@@ -3,7 +3,7 @@
 # item's coefficient rows (new: the working tree, fused_forward.cuh's AheadPolicy) against main
 # (old), both prebuilt here:
 #   rm -rf build-prebuilt/new* && KEEP=1 PATCHES2=bench/lab/ahead_piece_pool.patch \
-#     bash bench/lab/prebuilt_ab.sh HEAD
+#     bash bench/lab/prebuilt_ab.sh eea714f   (old: main before session 37 landed it)
 # (new2, when built: the pool in 64-row slots across the slabs' rows, 10 at J=80 against 8)
 # Device: run(carry=["build-prebuilt", "bench/lab/ahead_run.sh"],
 #             command="bash bench/lab/ahead_run.sh")                        (~5 min)

@@ -176,13 +176,17 @@ mas_status launch_fused(FusedArgs fa, int64_t B, const DeviceInfo &dev, cudaStre
 
 /* How many of their last tiles the later slabs make ahead (AheadPolicy,
  * fused_forward.cuh). MAS_FUSED_AHEAD="lag16 base16 cost16" replaces it
- * (lab A/B; "0 0 0": none). */
-AheadPolicy ahead_policy() {
+ * (lab A/B; "0 0 0": none), read once a process, not on every call. */
+AheadPolicy read_ahead_policy() {
     AheadPolicy p{36, 21, 17};
     if (const char *e = getenv("MAS_FUSED_AHEAD")) {
         AheadPolicy q;
         if (sscanf(e, "%d %d %d", &q.lag16, &q.base16, &q.cost16) == 3) p = q;
     }
+    return p;
+}
+AheadPolicy ahead_policy() {
+    static const AheadPolicy p = read_ahead_policy();
     return p;
 }
 

@@ -702,6 +702,10 @@ __global__ void __launch_bounds__(fused_threads(SPLIT, TC), SPLIT ? 1 : 2)
         };
         if (cw >= 0) compute(f_begin, tiles);
         __syncthreads();
+        /* Two loops on purpose: written as one (a tile counter and the
+         * copy-back branch in every instance), ptxas re-allocated the
+         * kernels that make nothing ahead too (TF32, float64, 64-token
+         * slabs), which then lost their measured SASS (bench/sass_same.py). */
         if constexpr (!AHEAD) {
             int t = 0;
 #pragma unroll 1
