@@ -69,33 +69,37 @@ void plan_slices(int64_t J, int es, bool tc, size_t smem_optin, int *rows, int *
 /* The kernel's blocks a multiprocessor (occupancy cached per 8 KB of
  * shared memory, asked at the bucket's top: never more blocks than fit
  * with the actual size); 0 when it does not fit. */
-template <typename TX, typename TA, int K, bool SPLIT, bool TC>
+template <typename TX, typename TA, int K, bool SPLIT, bool TC, bool AH = false>
 int fused_per_sm(const DeviceInfo &dev, size_t smem) {
     static KernelCache cache;
     const int slot = (int)((smem + 8191) / 8192);
     size_t asked = (size_t)slot * 8192;
     if (asked + 1024 > (size_t)dev.smem_optin) asked = smem;
     int per_sm = 0;
-    if (cached_occupancy(cache, fused_forward<TX, TA, K, SPLIT, TC>, dev, slot,
+    if (cached_occupancy(cache, fused_forward<TX, TA, K, SPLIT, TC, AH>, dev, slot,
                          fused_threads(SPLIT, TC), asked, &per_sm) != MAS_OK)
         return 0;
     return per_sm;
 }
 
-template <typename TX, typename TA, int K, bool SPLIT, bool TC>
+template <typename TX, typename TA, int K, bool SPLIT, bool TC, bool AH = false>
 mas_status launch_fused_as(FusedArgs fa, int64_t B, int64_t per_launch, size_t smem,
                            const DeviceInfo &dev, cudaStream_t s) {
     for (int64_t first = 0; first < B; first += per_launch) {
         const int64_t n = B - first < per_launch ? B - first : per_launch;
         fa.item0 = first;
         fa.ticket0 = (unsigned)(first * fa.slabs);
-        if (launch_dependent(dev.cc_major, fused_forward<TX, TA, K, SPLIT, TC>,
+        if (launch_dependent(dev.cc_major, fused_forward<TX, TA, K, SPLIT, TC, AH>,
                              dim3((unsigned)(n * fa.slabs)), dim3(fused_threads(SPLIT, TC)), smem,
                              s, fa) != cudaSuccess)
             return MAS_ERR_CUDA;
     }
     return MAS_OK;
 }
+
+/* Items of at most this many 128-token slabs take the kernel that makes
+ * the later slabs' last tiles ahead (launch_fused) */
+constexpr int64_t kAheadMaxSlabs = 4;
 
 /* Which kernel: with all 2J rows in one slice,
  *  - blocks of 64-token slabs no more than the multiprocessors (short
@@ -160,6 +164,21 @@ mas_status launch_fused(FusedArgs fa, int64_t B, const DeviceInfo &dev, cudaStre
                     *split_blocks = B * slabs4;
                     *wide = true;
                 }
+                /* The last tiles made ahead (fused_forward.cuh's AheadPolicy),
+                 * a kernel of its own, for items of a few slabs: its code
+                 * costs 2-3% a call, which the tiles ahead repay where an
+                 * item's end is a few slabs' tails, not where it is many
+                 * (H100, session 37, one kernel for all: B=32 T=512 S=2048, 4
+                 * slabs, 0.360-0.364 -> 0.351-0.356 ms; B=16 T=1024, 8, the
+                 * same; B=8 T=4096, 32, 10.61-10.71 -> 10.92. Session 38, this
+                 * choice against main before the kernel: T=512 0.3628-0.3629
+                 * -> 0.3552-0.3554, T=1024 and T=4096 the same). Its
+                 * occupancy query also sets its shared memory size. */
+                if constexpr (!TC && std::is_same<TA, float>::value)
+                    if (slabs4 <= kAheadMaxSlabs && fa.ahead.lag16 > 0 &&
+                        fused_per_sm<TX, TA, 4, true, TC, true>(dev, smem4) >= 1)
+                        return launch_fused_as<TX, TA, 4, true, TC, true>(f4, B, per_launch, smem4,
+                                                                          dev, s);
                 return launch_fused_as<TX, TA, 4, true, TC>(f4, B, per_launch, smem4, dev, s);
             }
         }
@@ -175,8 +194,9 @@ mas_status launch_fused(FusedArgs fa, int64_t B, const DeviceInfo &dev, cudaStre
 }
 
 /* How many of their last tiles the later slabs make ahead (AheadPolicy,
- * fused_forward.cuh). MAS_FUSED_AHEAD="lag16 base16 cost16" replaces it
- * (lab A/B; "0 0 0": none), read once a process, not on every call. */
+ * fused_forward.cuh), for items of at most kAheadMaxSlabs 128-token slabs
+ * (launch_fused). MAS_FUSED_AHEAD="lag16 base16 cost16" replaces it (lab
+ * A/B; "0 0 0": none, and main's kernel), read once a process. */
 AheadPolicy read_ahead_policy() {
     AheadPolicy p{36, 21, 17};
     if (const char *e = getenv("MAS_FUSED_AHEAD")) {

@@ -104,8 +104,9 @@ __host__ __device__ inline int split_compute_warp(int w, bool solo) {
  * behind and releases its progress every tile. */
 constexpr int kFgRingFrames = 256;
 
-/* The last tiles of a later slab made ahead (AHEAD in fused_forward). A
- * slab of an item starts its sweep ~2.25 tile periods after the slab before
+/* The last tiles of a later slab made ahead (AHEAD in fused_forward; the
+ * host takes that kernel for items of at most 4 slabs, fused.cu). A slab of
+ * an item starts its sweep ~2.25 tile periods after the slab before
  * (128-token slabs: its band starts two tiles later), and ends past the
  * slab before's band by as many tiles, which it makes at one
  * multiprocessor's product pace: the item's last slab ends ~7 periods
@@ -268,7 +269,7 @@ __device__ __forceinline__ TA band_guard(bool all, const TA (&cell)[R][C], In in
  * forward 390 -> 435 us); with the products on the tensor cores it gains:
  * TF32 forward 71 -> 66 us at B=32 T=150 S=800, 275 -> 255 at T=512,
  * 515 -> 465 at B=16 T=1024 S=4096 (H200, 2026-11-29). */
-template <typename TX, typename TA, int K, bool SPLIT, bool TC = false>
+template <typename TX, typename TA, int K, bool SPLIT, bool TC = false, bool AH = false>
 __global__ void __launch_bounds__(fused_threads(SPLIT, TC), SPLIT ? 1 : 2)
     fused_forward(FusedArgs a) {
     static_assert(!TC || sizeof(TA) == 4, "the tensor-core form sums in float32");
@@ -299,11 +300,12 @@ __global__ void __launch_bounds__(fused_threads(SPLIT, TC), SPLIT ? 1 : 2)
      * ahead holds more registers); the 64-token form without a sweep warp of
      * its own was not timed with them. */
     constexpr bool PAIRS = SPLIT && K == 2;
-    /* The last tiles made ahead (AheadPolicy, above): 128-token slabs with
-     * the cells on CUDA cores in float (the 64-token form's slabs start a
-     * tile apart, where the wait leaves no room for a tile ahead: B=32
-     * T=150 S=800 got none and was 1% slower for the code) */
-    constexpr bool AHEAD = SPLIT && !TC && K == 4 && std::is_same<TA, float>::value;
+    /* The last tiles made ahead (AheadPolicy, above; AH: the host's choice,
+     * fused.cu): 128-token slabs with the cells on CUDA cores in float (the
+     * 64-token form's slabs start a tile apart, where the wait leaves no
+     * room for a tile ahead: B=32 T=150 S=800 got none and was 1% slower for
+     * the code) */
+    constexpr bool AHEAD = AH && SPLIT && !TC && K == 4 && std::is_same<TA, float>::value;
     extern __shared__ __align__(16) unsigned char fg_sm[];
     __shared__ unsigned s_ticket;
     __shared__ int s_bad; /* a band cell of the slab is NaN or +inf */
