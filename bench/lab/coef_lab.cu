@@ -27,10 +27,9 @@
  * Measured once (session 38, H100; results/fused-gpu-h100.md): only v2 was
  * faster (9.5 against 10.2 us at B=32 T=512).
  * Build (here): nvcc -std=c++17 -O3 -arch=sm_90 -Iinclude -Ilib -Itests/c
- *   -Itests/cuda bench/lab/coef_lab.cu -cudart shared -Xlinker --allow-shlib-undefined
+ *   -Itests/cuda -Ibench/lab bench/lab/coef_lab.cu -cudart shared -Xlinker --allow-shlib-undefined
  *   -Xlinker -rpath='$ORIGIN' -L<dir of a prebuilt_ab.sh libmas.so> -lmas -o coef_lab
- * Run: coef_lab [B T]...  (default: 32 512, 32 150, 16 1024; D = 80); with
- *   COEF_LAB_ONCE set each kernel runs twice (ncu). */
+ * Run: coef_lab [B T]...  (default: 32 512, 32 150, 16 1024; D = 80) */
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -44,6 +43,7 @@
 #include "mas.h"
 #include "test_common.h"
 #include "fused_test_data.h"
+#include "glow_inputs.h" /* loop_ms */
 
 namespace {
 
@@ -182,29 +182,6 @@ const Variant kVariants[] = {
     {"v12 G32 pass64 x2 split", coef_free<32, 64, 2, true>, 32},
 };
 
-/* COEF_LAB_ONCE: each kernel launched twice, untimed loops of one (for ncu) */
-template <class F> float per_call_ms(F call, int n) {
-    const bool once = getenv("COEF_LAB_ONCE") != nullptr;
-    if (once) n = 1;
-    for (int k = 0; k < (once ? 0 : 5); k++) call();
-    cudaEvent_t e0, e1;
-    CUDA_OK(cudaEventCreate(&e0));
-    CUDA_OK(cudaEventCreate(&e1));
-    float best = 1e30f;
-    for (int r = 0; r < (once ? 1 : 5); r++) {
-        CUDA_OK(cudaEventRecord(e0));
-        for (int k = 0; k < n; k++) call();
-        CUDA_OK(cudaEventRecord(e1));
-        CUDA_OK(cudaEventSynchronize(e1));
-        float ms = 0;
-        CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
-        if (ms < best) best = ms;
-    }
-    CUDA_OK(cudaEventDestroy(e0));
-    CUDA_OK(cudaEventDestroy(e1));
-    return best / n;
-}
-
 } // namespace
 
 int main(int argc, char **argv) {
@@ -236,7 +213,7 @@ int main(int argc, char **argv) {
         auto lib = [&]() {
             if (mas_gauss_coef_cuda(&prm, &cref, nullptr, (uint64_t *)word.p) != MAS_OK) exit(1);
         };
-        const float t0 = per_call_ms(lib, 100);
+        const float t0 = loop_ms(lib, 100, 5);
         std::vector<float> r(nc), o(nc);
         CUDA_OK(cudaMemcpy(r.data(), ref.p, nc * 4, cudaMemcpyDeviceToHost));
         printf("B=%lld T=%lld J=80: v0 library %.2f us a launch\n", (long long)B, (long long)T,
@@ -258,7 +235,7 @@ int main(int argc, char **argv) {
             CUDA_OK(cudaFuncGetAttributes(&fa, v.kernel));
             int per_sm = 0;
             CUDA_OK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, v.kernel, 256, 0));
-            const float t = per_call_ms([&]() { v.kernel<<<blocks, 256>>>(in); }, 100);
+            const float t = loop_ms([&]() { v.kernel<<<blocks, 256>>>(in); }, 100, 5);
             printf("  %-24s %s %.2f us a launch (%u blocks, %d regs, %d B local, %d a SM)\n", v.name,
                    same ? "same bits" : "DIFFERENT", 1e3 * t, blocks, fa.numRegs,
                    (int)fa.localSizeBytes, per_sm);

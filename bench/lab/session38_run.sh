@@ -8,12 +8,12 @@
 #   rm -rf build-prebuilt && PATCHES=bench/lab/ahead_few_slabs.patch \
 #     PATCHES2="bench/lab/ahead_few_slabs.patch bench/lab/coef_one_pass.patch bench/lab/coef_split.patch" \
 #     bash bench/lab/prebuilt_ab.sh eea714f
-#   nvcc -std=c++17 -O3 -arch=sm_90 -Iinclude -Ilib -Itests/c -Itests/cuda bench/lab/coef_lab.cu \
+#   nvcc -std=c++17 -O3 -arch=sm_90 -Iinclude -Ilib -Itests/c -Itests/cuda -Ibench/lab bench/lab/coef_lab.cu \
 #     -cudart shared -Xlinker --allow-shlib-undefined -Xlinker -rpath='$ORIGIN/old' \
 #     -Lbuild-prebuilt/old -lmas -o build-prebuilt/coef_lab
 # Device: run(carry=["build-prebuilt", "bench/lab/session38_run.sh"],
-#             command="bash bench/lab/session38_run.sh")                  (~4 min)
-# Output: $OUT/ab.log (three rounds, four shapes; the likelihood rows), $OUT/tests.log,
+#             command="bash bench/lab/session38_run.sh")   (150 s; run once, session 38)
+# Output: $OUT/ab.log (three rounds, four shapes; the likelihood rows once), $OUT/tests.log,
 # $OUT/coef_lab.log (the variants' bits and us a launch).
 . "$(dirname "$0")/lab_run_common.sh" # build-prebuilt/, t0, $L, $A, ab_rounds
 echo "=== coef_lab" >"$OUT/coef_lab.log"
