@@ -830,7 +830,7 @@ mas_status mas_forward_sum_gaussian_cpu(const mas_gauss_align_args *args,
 /* Bytes of device workspace for mas_align_gaussian_cuda (0 for a call it
  * rejects, SIZE_MAX for shapes beyond 2^52 cells): the coefficients
  * [means' B, 2J+1, T] (rows padded to 4 tokens; once read, an item's rows
- * also hold cells its later slabs make ahead), one decision bit per cell
+ * may also hold cells its later slabs make ahead), one decision bit per cell
  * of [B, T, S], and small per-item regions (15.7 MB for B=32 T=512 S=2048
  * J=80, float32). There is no long form: less than this is
  * MAS_ERR_WORKSPACE_TOO_SMALL. */

@@ -173,10 +173,12 @@ mas_status launch_fused(FusedArgs fa, int64_t B, const DeviceInfo &dev, cudaStre
                  * same; B=8 T=4096, 32, 10.61-10.71 -> 10.92. Session 38, this
                  * choice against main before the kernel: T=512 0.3628-0.3629
                  * -> 0.3552-0.3554, T=1024 and T=4096 the same). Its
-                 * occupancy query also sets its shared memory size. */
-                if constexpr (!TC && std::is_same<TA, float>::value)
+                 * occupancy query also sets its shared memory size, and must
+                 * give per_sm4's blocks at least: per_launch counts on them
+                 * all being resident (a block waits on the ones before it). */
+                if constexpr (!TC)
                     if (slabs4 <= kAheadMaxSlabs && fa.ahead.lag16 > 0 &&
-                        fused_per_sm<TX, TA, 4, true, TC, true>(dev, smem4) >= 1)
+                        fused_per_sm<TX, TA, 4, true, TC, true>(dev, smem4) >= per_sm4)
                         return launch_fused_as<TX, TA, 4, true, TC, true>(f4, B, per_launch, smem4,
                                                                           dev, s);
                 return launch_fused_as<TX, TA, 4, true, TC>(f4, B, per_launch, smem4, dev, s);

@@ -305,7 +305,9 @@ __global__ void __launch_bounds__(fused_threads(SPLIT, TC), SPLIT ? 1 : 2)
      * 64-token form's slabs start a tile apart, where the wait leaves no
      * room for a tile ahead: B=32 T=150 S=800 got none and was 1% slower for
      * the code) */
-    constexpr bool AHEAD = AH && SPLIT && !TC && K == 4 && std::is_same<TA, float>::value;
+    static_assert(!AH || (SPLIT && !TC && K == 4 && std::is_same<TA, float>::value),
+                  "tiles ahead: 128-token slabs, float cells on CUDA cores");
+    constexpr bool AHEAD = AH;
     extern __shared__ __align__(16) unsigned char fg_sm[];
     __shared__ unsigned s_ticket;
     __shared__ int s_bad; /* a band cell of the slab is NaN or +inf */
