@@ -98,8 +98,20 @@ mas_status launch_fused_as(FusedArgs fa, int64_t B, int64_t per_launch, size_t s
 }
 
 /* Items of at most this many 128-token slabs take the kernel that makes
- * the later slabs' last tiles ahead (launch_fused) */
-constexpr int64_t kAheadMaxSlabs = 4;
+ * the later slabs' last tiles ahead (launch_fused): measured to gain at 4
+ * and 8 (B=32 T=512, B=16 T=1024), not at 32 (B=8 T=4096: session 37's
+ * form lost 2.5%; session 39's with an aligned barrier was level, this
+ * one was not timed there) */
+constexpr int64_t kAheadMaxSlabs = 8;
+/* MAS_FUSED_AHEAD_SLABS=n replaces it (lab A/B), read once a process */
+int64_t ahead_max_slabs() {
+    static const int64_t n = [] {
+        const char *e = getenv("MAS_FUSED_AHEAD_SLABS");
+        long long v = 0;
+        return e && sscanf(e, "%lld", &v) == 1 && v >= 0 ? (int64_t)v : kAheadMaxSlabs;
+    }();
+    return n;
+}
 
 /* Which kernel: with all 2J rows in one slice,
  *  - blocks of 64-token slabs no more than the multiprocessors (short
@@ -165,19 +177,18 @@ mas_status launch_fused(FusedArgs fa, int64_t B, const DeviceInfo &dev, cudaStre
                     *wide = true;
                 }
                 /* The last tiles made ahead (fused_forward.cuh's AheadPolicy),
-                 * a kernel of its own, for items of a few slabs: its code
-                 * costs 2-3% a call, which the tiles ahead repay where an
-                 * item's end is a few slabs' tails, not where it is many
-                 * (H100, session 37, one kernel for all: B=32 T=512 S=2048, 4
-                 * slabs, 0.360-0.364 -> 0.351-0.356 ms; B=16 T=1024, 8, the
-                 * same; B=8 T=4096, 32, 10.61-10.71 -> 10.92. Session 38, this
-                 * choice against main before the kernel: T=512 0.3628-0.3629
-                 * -> 0.3552-0.3554, T=1024 and T=4096 the same). Its
+                 * a kernel of its own, for items of a few slabs, where an
+                 * item's end is a few slabs' tails (H100, session 39, against
+                 * main's kernel in one call: B=32 T=512 S=2048, 4 slabs,
+                 * 0.3625-0.3653 -> 0.3442-0.3459 ms; B=16 T=1024 S=4096, 8,
+                 * 0.6879-0.6923 -> 0.6683-0.6728; sessions 37-38, while the
+                 * kernel's own code still cost 2-3%: T=512 0.3628 -> 0.3553,
+                 * T=1024 the same, B=8 T=4096 10.65 -> 10.92). Its
                  * occupancy query also sets its shared memory size, and must
                  * give per_sm4's blocks at least: per_launch counts on them
                  * all being resident (a block waits on the ones before it). */
                 if constexpr (!TC)
-                    if (slabs4 <= kAheadMaxSlabs && fa.ahead.lag16 > 0 &&
+                    if (slabs4 <= ahead_max_slabs() && fa.ahead.lag16 > 0 &&
                         fused_per_sm<TX, TA, 4, true, TC, true>(dev, smem4) >= per_sm4)
                         return launch_fused_as<TX, TA, 4, true, TC, true>(f4, B, per_launch, smem4,
                                                                           dev, s);

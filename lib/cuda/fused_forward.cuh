@@ -254,6 +254,12 @@ __device__ __forceinline__ TA band_guard(bool all, const TA (&cell)[R][C], In in
     return g;
 }
 
+/* Barrier 0 for all threads of the block, met by its warps at different
+ * instructions (the tiles-ahead kernel's loops of their own): PTX's
+ * barrier.sync without .aligned, which allows that (bar.sync, as
+ * __syncthreads, is aligned: one instruction for every thread). */
+__device__ __forceinline__ void role_barrier() { asm volatile("barrier.sync 0;" ::: "memory"); }
+
 /* SPLIT: a ninth warp, warp 0, only sweeps: while it sweeps a tile, warps
  * 1..8 compute the next tile's cells into the other pair of chunk tiles
  * and then fill e for the tile after. For one block a multiprocessor (few
@@ -745,22 +751,51 @@ __global__ void __launch_bounds__(fused_threads(SPLIT, TC), SPLIT ? 1 : 2)
                 fill_e_whole(f_begin + kFgFrames, ct, kFgThreads);
                 asm volatile("bar.sync 1, %0;" ::"n"(kFgThreads) : "memory");
             };
-            int t = 0;
+            /* Each role a loop of its own, the compute warps' copy-backs in
+             * a loop after their products'; a tile's barrier is met once in
+             * either, from different instructions, so it is PTX's
+             * barrier.sync without .aligned (role_barrier). Written as
+             * main's one loop with the copy-back branch in it (session 37),
+             * ptxas gave the products and the sweep an allocation that cost
+             * 2-3% a call with nothing made ahead; in loops of their own it
+             * costs nothing (H100, B=32 T=512 S=2048, nothing ahead:
+             * 0.3635-0.3657 ms against main's kernel's 0.3651-0.3654).
+             * Session 39, this form against main's kernel in one call: T=512
+             * 0.3442-0.3459 against 0.3625-0.3653, B=16 T=1024 S=4096
+             * 0.6683-0.6728 against 0.6879-0.6923. With __syncthreads (an
+             * aligned barrier, which every thread must meet at one
+             * instruction) it was 0.5% faster and compute-sanitizer's
+             * synccheck reported each tile's barrier; merged into two loops
+             * of both roles (the sweep's code twice) it was 13% slower; the
+             * hand-over by bar.arrive / bar.sync pairs timed as this form,
+             * but synccheck did not finish on it. */
+            if (warp == 0) {
+                int t = 0;
 #pragma unroll 1
-            for (int64_t f0 = f_begin, k = 0; f0 <= f_last; f0 += kFgFrames, t ^= 1, k++) {
-                unsigned char *next = tiles + (t ^ 1) * 2 * G::BYTES;
-                if (warp == 0) {
+                for (int64_t f0 = f_begin; f0 <= f_last; f0 += kFgFrames, t ^= 1) {
                     sweep_tile(f0, tiles + t * 2 * G::BYTES);
-                } else if (cw >= 0 && f0 + kFgFrames <= f_last) {
-                    if (k == 0 && D > 0) make_ahead(next);
-                    if (k + 1 < n_park) {
-                        compute(f0 + kFgFrames, next);
-                    } else {
-                        copy_back(s_slot0 + (int)(k + 1 - n_park), next);
+                    role_barrier(); /* the tile swept, the next one's cells and e ready */
+                }
+            } else {
+                if (cw >= 0 && D > 0 && f_begin + kFgFrames <= f_last) make_ahead(tiles + 2 * G::BYTES);
+                /* the tiles made in turn, then the parked ones copied back */
+                int t = 0;
+                int64_t f0 = f_begin;
+                const int64_t f_made = f_begin + (n_park - 1) * kFgFrames;
+#pragma unroll 1
+                for (; f0 < f_made; f0 += kFgFrames, t ^= 1) {
+                    if (cw >= 0) compute(f0 + kFgFrames, tiles + (t ^ 1) * 2 * G::BYTES);
+                    role_barrier();
+                }
+#pragma unroll 1
+                for (; f0 <= f_last; f0 += kFgFrames, t ^= 1) {
+                    if (cw >= 0 && f0 + kFgFrames <= f_last) {
+                        copy_back(s_slot0 + (int)((f0 - f_begin) / kFgFrames + 1 - n_park),
+                                  tiles + (t ^ 1) * 2 * G::BYTES);
                         async_wait<0>();
                     }
+                    role_barrier();
                 }
-                __syncthreads(); /* the tile swept, the next one's cells and e ready */
             }
         }
     } else {
