@@ -105,7 +105,7 @@ __host__ __device__ inline int split_compute_warp(int w, bool solo) {
 constexpr int kFgRingFrames = 256;
 
 /* The last tiles of a later slab made ahead (AHEAD in fused_forward; the
- * host takes that kernel for items of at most 4 slabs, fused.cu). A slab of
+ * host takes that kernel for items of at most 8 slabs, fused.cu). A slab of
  * an item starts its sweep ~2.25 tile periods after the slab before
  * (128-token slabs: its band starts two tiles later), and ends past the
  * slab before's band by as many tiles, which it makes at one
