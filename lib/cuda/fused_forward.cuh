@@ -104,7 +104,7 @@ __host__ __device__ inline int split_compute_warp(int w, bool solo) {
  * behind and releases its progress every tile. */
 constexpr int kFgRingFrames = 256;
 
-/* The last tiles of a later slab made ahead (AHEAD in fused_forward; the
+/* The last tiles of a later slab made ahead (AH in fused_forward; the
  * host takes that kernel for items of at most 8 slabs, fused.cu). A slab of
  * an item starts its sweep ~2.25 tile periods after the slab before
  * (128-token slabs: its band starts two tiles later), and ends past the
@@ -313,11 +313,10 @@ __global__ void __launch_bounds__(fused_threads(SPLIT, TC), SPLIT ? 1 : 2)
      * the code) */
     static_assert(!AH || (SPLIT && !TC && K == 4 && std::is_same<TA, float>::value),
                   "tiles ahead: 128-token slabs, float cells on CUDA cores");
-    constexpr bool AHEAD = AH;
     extern __shared__ __align__(16) unsigned char fg_sm[];
     __shared__ unsigned s_ticket;
     __shared__ int s_bad; /* a band cell of the slab is NaN or +inf */
-    __shared__ int s_ahead, s_slot0; /* AHEAD: tiles made ahead, first pool slot */
+    __shared__ int s_ahead, s_slot0; /* AH: tiles made ahead, first pool slot */
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     TA *k_s = (TA *)fg_sm;        /* [32 K] */
     TA *c_s = k_s + TOK;          /* [rows][LDC] */
@@ -401,11 +400,11 @@ __global__ void __launch_bounds__(fused_threads(SPLIT, TC), SPLIT ? 1 : 2)
         }
     };
 
-    /* AHEAD: the plan, while the copies are on their way */
+    /* AH: the plan, while the copies are on their way */
     constexpr int kSlotRows = 64; /* a pool slot: a tile's cells, 64 rows of TOK floats */
     const int sps = (1 + J2) / kSlotRows;
-    const bool ahead_on = AHEAD && a.ahead.lag16 > 0 && a.cs0 != 0 && sps > 0;
-    if (AHEAD && tid == 0) {
+    const bool ahead_on = AH && a.ahead.lag16 > 0 && a.cs0 != 0 && sps > 0;
+    if (AH && tid == 0) {
         int tiles = 0, slot0 = 0;
         if (ahead_on) ahead_plan(X, Y, a.T, TOK, sps, a.ahead, slab, &tiles, &slot0);
         s_ahead = tiles;
@@ -579,7 +578,7 @@ __global__ void __launch_bounds__(fused_threads(SPLIT, TC), SPLIT ? 1 : 2)
                                 return in_band(f0 + tf * 4 + i, run_token(tg, j));
                             }));
     };
-    /* AHEAD: a compute thread's cells of token run_token(tg, j) are one
+    /* AH: a compute thread's cells of token run_token(tg, j) are one
      * 16-byte piece of the chunk tiles (frames tf*4 .. +3) at piece_at(j);
      * in pool slot g it is at the same byte of the slot, a slot's byte o at
      * row 64 (g % sps) + o / (4 TOK) of slab g / sps's columns. A thread
@@ -661,7 +660,7 @@ __global__ void __launch_bounds__(fused_threads(SPLIT, TC), SPLIT ? 1 : 2)
         else
             fill_e_whole(f_begin, tid, NT);
         __syncthreads();
-        /* AHEAD: this slab's coefficient rows are free for the slabs after */
+        /* AH: this slab's coefficient rows are free for the slabs after */
         if (ahead_on && tid == 0)
             store_release(a.flags + ((size_t)b * a.max_slabs + slab) * kFlagStride + 2, 1);
         /* warps 1..8: the first tile's cells, then e of the second. With
@@ -716,7 +715,7 @@ __global__ void __launch_bounds__(fused_threads(SPLIT, TC), SPLIT ? 1 : 2)
          * copy-back branch in every instance), ptxas re-allocated the
          * kernels that make nothing ahead too (TF32, float64, 64-token
          * slabs), which then lost their measured SASS (bench/sass_same.py). */
-        if constexpr (!AHEAD) {
+        if constexpr (!AH) {
             int t = 0;
 #pragma unroll 1
             for (int64_t f0 = f_begin; f0 <= f_last; f0 += kFgFrames, t ^= 1) {
@@ -727,7 +726,7 @@ __global__ void __launch_bounds__(fused_threads(SPLIT, TC), SPLIT ? 1 : 2)
                 __syncthreads(); /* the tile swept, the next one's cells and e ready */
             }
         } else {
-            /* AHEAD: while the first tile waits for its boundary, the slab's last
+            /* AH: while the first tile waits for its boundary, the slab's last
              * D tiles (n >= nt - D, frames f_begin + 64 n) are made in the next
              * chunk tiles, parked in slots s_slot0 + n - (nt - D) and copied back
              * when their turn comes; then e of tile 1 again. */
@@ -777,6 +776,8 @@ __global__ void __launch_bounds__(fused_threads(SPLIT, TC), SPLIT ? 1 : 2)
                     role_barrier(); /* the tile swept, the next one's cells and e ready */
                 }
             } else {
+                /* (cw >= 0 holds for every warp here; without the tests ptxas
+                 * allocated this instance anew, session 39's review) */
                 if (cw >= 0 && D > 0 && f_begin + kFgFrames <= f_last) make_ahead(tiles + 2 * G::BYTES);
                 /* the tiles made in turn, then the parked ones copied back */
                 int t = 0;

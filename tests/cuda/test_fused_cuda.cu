@@ -218,16 +218,17 @@ static void run_case(const Case &c) {
     const bool with_cpu = cpu.status != MAS_ERR_BAD_MODEL && !tc;
     if (tc && cpu.status != MAS_ERR_BAD_MODEL) {
         int64_t finite = 0, differ = 0, first = -1;
+        float f0 = 0; /* the first finite item's TF32 score */
         for (int64_t b = 0; b < B; b++) {
             float f, g;
             memcpy(&f, fused.score.data() + b * ss, 4);
             memcpy(&g, cpu.score.data() + b * ss, 4);
-            if (isfinite(g)) finite++, differ += f != g, first = first < 0 ? b : first;
+            if (!isfinite(g)) continue;
+            finite++, differ += f != g;
+            if (first < 0) first = b, f0 = f;
         }
         /* (session 39 saw this fail once, B=1 T=84 S=222 J=12 bf16 frames, seed
          * lost: the first such item's lengths and score say which case it was) */
-        float f0 = 0;
-        if (first >= 0) memcpy(&f0, fused.score.data() + first * ss, 4);
         CHECK(finite == 0 || differ > 0,
               "TF32 scores equal the default precision's on all %lld items (item %lld: x_len %lld "
               "y_len %lld score %.9g)",
