@@ -4,7 +4,7 @@
 # their times) and $A (ab.log: the timed rounds), each headed by the GPU and its clock.
 # Then: ab_rounds N SIDE... runs N rounds of `SIDE/loop 40` for each side into $A.
 set -u
-cd "$(dirname "${BASH_SOURCE[1]}")/../../build-prebuilt" || exit 1
+cd "$(dirname "${BASH_SOURCE[1]}")/../../${PREBUILT:-build-prebuilt}" || exit 1
 export PATH="$PATH:/usr/local/cuda/bin" LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 t0=$SECONDS L=$OUT/tests.log A=$OUT/ab.log
 nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader | tee "$L" >"$A"
