@@ -1,5 +1,6 @@
 # Sourced by the device-call scripts of bench/lab (*_run.sh) that run sides prebuilt here
-# by bench/lab/prebuilt_ab.sh: moves into build-prebuilt/, puts the CUDA tools on the path,
+# by bench/lab/prebuilt_ab.sh: moves into build-prebuilt/ (or $PREBUILT, a copy of one kept
+# for a second A/B in the same session), puts the CUDA tools on the path,
 # starts the clock (t0) and the two logs every such call writes, $L (tests.log: steps and
 # their times) and $A (ab.log: the timed rounds), each headed by the GPU and its clock.
 # Then: ab_rounds N SIDE... runs N rounds of `SIDE/loop 40` for each side into $A.

@@ -3,7 +3,8 @@
 # 5..8 idle for units of at most 32 tokens) against main, prebuilt here:
 #   rm -rf build-prebuilt && PATCHES=bench/lab/fused_pc.patch bash bench/lab/prebuilt_ab.sh HEAD
 # Device: run(carry=["build-prebuilt"], command="bash bench/lab/pc_run2.sh")  (~4 min)
-# Output: $OUT/tests.log, $OUT/ab.log (old / new / pc (MAS_FUSED_PC=1) / half (=2), three rounds)
+# Output: $OUT/tests.log, $OUT/ab.log (sides old, new, 1 (MAS_FUSED_PC=1) and 2 (its HALF
+# form), three rounds)
 . "$(dirname "$0")/lab_run_common.sh" # build-prebuilt/, t0, $L, $A
 SH="32 150 800 80;16 150 800 80;1 150 800 80;32 100 400 80;8 256 1024 80;32 192 1000 80;48 150 800 80;32 512 2048 80;16 1024 4096 80"
 ok=""
