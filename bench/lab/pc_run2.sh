@@ -4,7 +4,7 @@
 #   rm -rf build-prebuilt && PATCHES=bench/lab/fused_pc.patch bash bench/lab/prebuilt_ab.sh HEAD
 # Device: run(carry=["build-prebuilt"], command="bash bench/lab/pc_run2.sh")  (~4 min)
 # Output: $OUT/tests.log, $OUT/ab.log (sides old, new, 1 (MAS_FUSED_PC=1) and 2 (its HALF
-# form), three rounds)
+# form), three rounds; then B=8 T=4096 for kAheadMaxSlabs)
 . "$(dirname "$0")/lab_run_common.sh" # build-prebuilt/, t0, $L, $A
 SH="32 150 800 80;16 150 800 80;1 150 800 80;32 100 400 80;8 256 1024 80;32 192 1000 80;48 150 800 80;32 512 2048 80;16 1024 4096 80"
 ok=""
@@ -36,4 +36,11 @@ for m in $ok; do
   MAS_FUSED_PC=$m timeout 60 compute-sanitizer --tool memcheck --print-limit 3 ./new/test_fused_cuda --small 2>&1 |
     grep -E 'FAIL|checks|SUMMARY|Error' | head -8 >>"$L"
 done
+# kAheadMaxSlabs: B=8 T=4096 with the tiles-ahead kernel limited to 8 slabs (main's kernel
+# there) against every item taking it (call 1: one round each, 10.716 against 10.596 ms)
+for k in 1 2; do for v in main all; do
+  echo "=== T=4096 $v, round $k" >>"$A"
+  if [ $v = all ]; then MAS_LOOP_SHAPES="8 4096 32768 80" MAS_FUSED_AHEAD_SLABS=64 timeout 60 ./new/loop 40 >>"$A" 2>&1
+  else MAS_LOOP_SHAPES="8 4096 32768 80" timeout 60 ./old/loop 40 >>"$A" 2>&1; fi
+done; done
 echo "done: $((SECONDS - t0)) s" >>"$L"
