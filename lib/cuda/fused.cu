@@ -66,15 +66,25 @@ void plan_slices(int64_t J, int es, bool tc, size_t smem_optin, int *rows, int *
     *rows = (int)(((kr + n - 1) / n + unit - 1) / unit * unit);
 }
 
-/* The kernel's blocks a multiprocessor (occupancy cached per 8 KB of
- * shared memory, asked at the bucket's top: never more blocks than fit
- * with the actual size); 0 when it does not fit. */
+/* The shared memory a kernel's occupancy query asks for, for smem bytes
+ * (cached per 8 KB slot): the slot's top, or the most that fits (the
+ * launchers' fits()) in the slot that crosses it. One value for every
+ * size of a slot, as cached_occupancy needs: its query raises the kernel's
+ * limit, and a later size of the slot, answered from the cache, must not
+ * be above that limit (session 41: fused_pc asked with each size, and a
+ * launch of a larger one failed). Never fewer bytes than smem. */
+size_t occupancy_asked(const DeviceInfo &dev, size_t smem) {
+    const size_t top = (smem + 8191) / 8192 * 8192, most = (size_t)dev.smem_optin - 1024;
+    return smem > most ? smem : top < most ? top : most;
+}
+
+/* The kernel's blocks a multiprocessor (never more than fit with the
+ * actual size); 0 when it does not fit. */
 template <typename TX, typename TA, int K, bool SPLIT, bool TC, bool AH = false>
 int fused_per_sm(const DeviceInfo &dev, size_t smem) {
     static KernelCache cache;
     const int slot = (int)((smem + 8191) / 8192);
-    size_t asked = (size_t)slot * 8192;
-    if (asked + 1024 > (size_t)dev.smem_optin) asked = smem;
+    const size_t asked = occupancy_asked(dev, smem);
     int per_sm = 0;
     if (cached_occupancy(cache, fused_forward<TX, TA, K, SPLIT, TC, AH>, dev, slot,
                          fused_threads(SPLIT, TC), asked, &per_sm) != MAS_OK)
