@@ -71,8 +71,9 @@ void plan_slices(int64_t J, int es, bool tc, size_t smem_optin, int *rows, int *
  * launchers' fits()) in the slot that crosses it. One value for every
  * size of a slot, as cached_occupancy needs: its query raises the kernel's
  * limit, and a later size of the slot, answered from the cache, must not
- * be above that limit (session 41: fused_pc asked with each size, and a
- * launch of a larger one failed). Never fewer bytes than smem. */
+ * be above that limit (asked size by size, a larger size launched above
+ * it: MAS_ERR_CUDA, seen in session 41's lab). Never fewer bytes than
+ * smem. */
 size_t occupancy_asked(const DeviceInfo &dev, size_t smem) {
     const size_t top = (smem + 8191) / 8192 * 8192, most = (size_t)dev.smem_optin - 1024;
     return smem > most ? smem : top < most ? top : most;
