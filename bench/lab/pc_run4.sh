@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Session 41, call 2: test_fused_cuda's failure with MAS_FUSED_PC=1 in call 1 (seed 1796684210:
-# "fused status 11" at B=5 T=232 S=272 J=8), new as in call 1, new2 with the occupancy query's
-# fix (fused.cu's occupancy_asked) and a deeper ring (kPcSlots = 4, bench/lab/pc_slots4.patch):
-# does the seed pass, and does the ring speed the shapes whose producers keep up (B=16 / B=1)?
-#   KEEP=1 PATCHES2="bench/lab/fused_pc.patch bench/lab/pc_slots4.patch" bash bench/lab/prebuilt_ab.sh HEAD~1
+# Session 41's call 2, not run (no machine; the device time ran out): test_fused_cuda with the
+# seed that failed with MAS_FUSED_PC=1 in call 1 (1796684210: "fused status 11" at B=5 T=232
+# S=272 J=8, the occupancy fault fixed by fused.cu's occupancy_asked), on new (main with
+# bench/lab/fused_pc.patch) and new2 (also a ring of four tiles a slab, bench/lab/pc_slots4.patch),
+# then main's kernels' full set on new2 and three rounds of old / new / new2 over the short
+# shapes: does a deeper ring speed those whose producers keep up (B=16 / B=1 T=150)?
+#   rm -rf build-prebuilt && PATCHES=bench/lab/fused_pc.patch \
+#     PATCHES2="bench/lab/fused_pc.patch bench/lab/pc_slots4.patch" bash bench/lab/prebuilt_ab.sh HEAD
 # Device: run(carry=["build-prebuilt"], command="bash bench/lab/pc_run4.sh")  (~2 min)
 . "$(dirname "$0")/lab_run_common.sh" # build-prebuilt/, t0, $L, $A
 SEED=1796684210
