@@ -66,16 +66,20 @@ void plan_slices(int64_t J, int es, bool tc, size_t smem_optin, int *rows, int *
     *rows = (int)(((kr + n - 1) / n + unit - 1) / unit * unit);
 }
 
-/* The shared memory a kernel's occupancy query asks for, for smem bytes
- * (cached per 8 KB slot): the slot's top, or the most that fits (the
- * launchers' fits()) in the slot that crosses it. One value for every
+/* The most dynamic shared memory a kernel of this file takes (the launchers'
+ * fits(): the device's opt-in limit less room for static shared variables);
+ * the 8 KB slot occupancy answers are cached per; and the shared memory a
+ * kernel's occupancy query asks for, for smem bytes: the slot's top, or the
+ * most that fits in the slot that crosses it. One value for every
  * size of a slot, as cached_occupancy needs: its query raises the kernel's
  * limit, and a later size of the slot, answered from the cache, must not
  * be above that limit (asked size by size, a larger size launched above
  * it: MAS_ERR_CUDA, seen in session 41's lab). Never fewer bytes than
  * smem. */
+size_t smem_most(const DeviceInfo &dev) { return (size_t)dev.smem_optin - 1024; }
+int occupancy_slot(size_t smem) { return (int)((smem + 8191) / 8192); }
 size_t occupancy_asked(const DeviceInfo &dev, size_t smem) {
-    const size_t top = (smem + 8191) / 8192 * 8192, most = (size_t)dev.smem_optin - 1024;
+    const size_t top = (size_t)occupancy_slot(smem) * 8192, most = smem_most(dev);
     return smem > most ? smem : top < most ? top : most;
 }
 
@@ -84,7 +88,7 @@ size_t occupancy_asked(const DeviceInfo &dev, size_t smem) {
 template <typename TX, typename TA, int K, bool SPLIT, bool TC, bool AH = false>
 int fused_per_sm(const DeviceInfo &dev, size_t smem) {
     static KernelCache cache;
-    const int slot = (int)((smem + 8191) / 8192);
+    const int slot = occupancy_slot(smem);
     const size_t asked = occupancy_asked(dev, smem);
     int per_sm = 0;
     if (cached_occupancy(cache, fused_forward<TX, TA, K, SPLIT, TC, AH>, dev, slot,
@@ -149,7 +153,7 @@ mas_status launch_fused(FusedArgs fa, int64_t B, const DeviceInfo &dev, cudaStre
     const int es = (int)sizeof(TA);
     *split_blocks = 0;
     *wide = false;
-    const auto fits = [&](size_t smem) { return smem + 1024 <= (size_t)dev.smem_optin; };
+    const auto fits = [&](size_t smem) { return smem <= smem_most(dev); };
     fa.stage = 0;
     fa.vec = 0;
     if (fa.slices == 1) {
