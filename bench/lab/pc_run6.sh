@@ -3,21 +3,12 @@
 # the GPU, its producers' phases a unit (bench/lab/pc_stamps.patch), and streams
 # (bench/lab/pc_streams.patch, MAS_FUSED_PC_STREAMS=1: a producer takes a whole slab-stream and
 # loads its coefficients once) against tiles in frame order.
-# Here (~10 min):
-#   rm -rf build-prebuilt && PATCHES="bench/lab/fused_pc.patch bench/lab/pc_streams.patch" \
-#     PATCHES2="bench/lab/fused_pc.patch bench/lab/pc_stamps.patch bench/lab/pc_stamps_streams.patch" \
-#     bash bench/lab/prebuilt_ab.sh HEAD
-#   nvcc ... bench/lab/pc_stamps.cu (from pc_stamps.patch) -Lbuild-prebuilt/new2 -lmas -o build-prebuilt/new2/pc_stamps
-#   (the link line of prebuilt_ab.sh's loop)
-#   and hard_small with the rounds' barrier non-aligned (bench/lab/small_role_barrier.patch) in
-#   bench_small_phases, against main's (build-prebuilt/small/bsp_base, bsp_role):
-#   mkdir -p /tmp/gv/{base,role}/cuda build-prebuilt/small; cp lib/cuda/hard_small.cuh to both,
-#   patch the role copy; gcc lib/common/status.c; nvcc as bench/small_variants.sh does, -I/tmp/gv/V
+# Here: bash bench/lab/pc_build6.sh (~25 min; build-prebuilt/ with old, new, new2 and small/)
 # Device: run(carry=["build-prebuilt"], command="bash bench/lab/pc_run6.sh", kind="nvidia-h100-x1")
 # Output: $OUT/tests.log (checks), $OUT/ab.log (ms a call and hashes), $OUT/stamps.log
 . "$(dirname "$0")/lab_run_common.sh" # build-prebuilt/, t0, $L, $A
 SEED=1796684210
-tst() { # ENV... -- ARGS: new/test_fused_cuda under the environment, its verdict lines to $L
+tst() { # ENV...: new/test_fused_cuda (arguments $TARGS) under the environment, its verdict lines to $L
   echo "new/test_fused_cuda $*" >>"$L"
   env "$@" timeout 120 ./new/test_fused_cuda ${TARGS:-} 2>&1 | grep -E 'seed|FAIL|checks' | head -6 >>"$L"
 }
